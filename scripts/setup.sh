@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything mqstore needs on a fresh Debian machine: Debian packages (the JDK and
+# Maven for the RocketMQ interop test) and a virtualenv in .venv with the project installed
+# in editable mode.  Safe to run again; it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if ((${#missing[@]})); then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+fi
+
+python=$(command -v python3.11 || command -v python3)
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# strict editable mode: the folders are mapped under the `mqstore` namespace through a link
+# tree in build/, which mypy and import-linter can follow (the default import hook they can't).
+.venv/bin/python -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
