@@ -1,0 +1,52 @@
+"""mqstore's storage engine: RocketMQ-compatible commit log, pool, flush, recovery.
+
+No asyncio, no HTTP: the services, the operator and the Spark pipeline build on this.
+The public API is re-exported here.
+"""
+
+from .checkpoint import CheckpointState
+from .config import FlushMode, PreallocateMethod, StoreConfig
+from .errors import (
+    BufferPoolExhausted,
+    ConfigError,
+    CorruptRecordError,
+    MessageIllegalError,
+    SegmentCreateError,
+    StoreClosedError,
+    StoreError,
+    StoreFormatError,
+    StoreLockedError,
+    TopicNameError,
+)
+from .message import Message, PutResult, PutStatus, StoredMessage
+from .record import SysFlag
+from .recovery import RecoveryMode, RecoveryReport
+from .store import MessageStore, NoRecordError
+from .topic import validate_topic
+
+__all__ = [
+    "BufferPoolExhausted",
+    "CheckpointState",
+    "ConfigError",
+    "CorruptRecordError",
+    "FlushMode",
+    "Message",
+    "MessageIllegalError",
+    "MessageStore",
+    "NoRecordError",
+    "PreallocateMethod",
+    "PutResult",
+    "PutStatus",
+    "RecoveryMode",
+    "RecoveryReport",
+    "SegmentCreateError",
+    "StoreClosedError",
+    "StoreConfig",
+    "StoreError",
+    "StoreFormatError",
+    "StoreLockedError",
+    "StoredMessage",
+    "SysFlag",
+    "TopicNameError",
+    "validate_topic",
+]

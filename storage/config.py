@@ -1,0 +1,231 @@
+"""Every bound of the storage engine, with its unit, its reason and its RocketMQ name.
+
+One frozen dataclass, checked once at construction (`__post_init__`): a bad combination is a
+`ConfigError` naming the settings involved, never a surprise on the hot path.  The services,
+the CLI and the operator's ConfigMap use these exact names (see the table in the README).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import ipaddress
+
+from .errors import ConfigError
+
+PAGE_SIZE_BYTES = 4096
+"""The OS page: the unit of commit and flush thresholds (RocketMQ `OS_PAGE_SIZE`)."""
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+class FlushMode(enum.Enum):
+    """`flushDiskType`: when a put is acknowledged relative to fdatasync."""
+
+    ASYNC = "async"
+    """Acknowledge after the copy into memory; a background service syncs every interval."""
+    SYNC = "sync"
+    """Acknowledge only after the record's end position is synced (group commit)."""
+
+
+class PreallocateMethod(enum.Enum):
+    """How a new segment file is prepared before the put path first writes into it.
+
+    See `preallocate.py` for what each costs on the hot path and on fdatasync.
+    """
+
+    NONE = "none"
+    FALLOCATE = "fallocate"
+    ZERO_FILL = "zero-fill"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StoreConfig:
+    """The engine's settings.  Defaults follow RocketMQ 4.9.4 unless a comment says why not."""
+
+    # -- commit log layout -------------------------------------------------------------------
+    segment_size_bytes: int = GIB
+    """`mappedFileSizeCommitLog`.  1 GiB: few files to open and map, and a roll (BLANK tail plus
+    a new mapping) once per ~1M messages of 1 KiB.  Tests use 64 KiB–1 MiB."""
+
+    message_body_size_bytes_max: int = 4 * MIB
+    """`maxMessageSize` (4.9.x limits the body only).  A record must fit in one segment."""
+
+    properties_size_bytes_max: int = 32767
+    """PROPLEN is a signed short on disk, so 32767 is also the format's own ceiling."""
+
+    topic_size_bytes_max: int = 127
+    """127: RocketMQ 4.9.x reads the v1 topic length byte as signed, so its decoder and its
+    recovery stop at a longer topic (measured with the interop test).  Raising this (up to
+    255, ext4's NAME_MAX, since a topic names a `consumequeue/` directory) lets longer topics
+    be written as v2 records (2-byte length), which RocketMQ ≥ 5 reads and 4.9.x does not."""
+
+    put_batch_size_bytes_max: int = 32 * MIB
+    """Largest `put_batch` in encoded bytes: one batch is one contiguous write into one
+    segment, so it must fit in a segment beside the 8-byte BLANK reserve."""
+
+    store_host: str = "127.0.0.1:10911"
+    """`brokerIP1:listenPort`, written in every record's STOREHOST and in its offset msg id."""
+
+    # -- put lock ------------------------------------------------------------------------------
+    put_lock_timeout_ms: int = 1000
+    """`osPageCacheBusyTimeOutMills`: a put that cannot take the put lock within this time
+    returns OS_PAGECACHE_BUSY instead of queueing behind a stalled writer."""
+
+    # -- preallocation -------------------------------------------------------------------------
+    preallocate_method: PreallocateMethod = PreallocateMethod.ZERO_FILL
+    """Measured default, see `preallocate.py`: zero-filled blocks make both the first write
+    (no extent conversion, cheap page faults) and later fdatasyncs the cheapest."""
+
+    preallocate_ahead_count: int = 1
+    """Segments prepared in the background beyond the one being written (RocketMQ: 1)."""
+
+    allocate_wait_ms: int = 5000
+    """How long a put that rolls waits for the next segment before CREATE_MAPPED_FILE_FAILED
+    (RocketMQ `AllocateMappedFileService` waits 5 s)."""
+
+    segment_warmup_enabled: bool = False
+    """`warmMapedFileEnable`: also map every page of a new segment before use
+    (MADV_POPULATE_WRITE), so the put path takes no page faults at all."""
+
+    # -- transient store pool -------------------------------------------------------------------
+    pool_enabled: bool = False
+    """`transientStorePoolEnable`: appends go to a pooled buffer, a commit service copies
+    committed bytes into the file; readers see only committed bytes."""
+
+    pool_buffer_count: int = 5
+    """`transientStorePoolSize`: buffers of `segment_size_bytes` each, allocated at open."""
+
+    pool_borrow_timeout_ms: int = 200
+    """How long a roll waits for a free buffer before OS_PAGECACHE_BUSY (back-pressure).  One
+    `commit_thorough_interval_ms`: long enough for a commit in progress to return a buffer."""
+
+    pool_lock_memory: bool = False
+    """mlock the pool buffers (RocketMQ always does; off by default because it needs
+    RLIMIT_MEMLOCK headroom that containers rarely grant)."""
+
+    # -- commit service (pool only) --------------------------------------------------------------
+    commit_interval_ms: int = 200
+    """`commitIntervalCommitLog`: the commit service's sleep when not woken."""
+
+    commit_pages_min: int = 4
+    """`commitCommitLogLeastPages`: commit when at least 16 KiB are uncommitted ..."""
+
+    commit_thorough_interval_ms: int = 200
+    """`commitCommitLogThoroughInterval`: ... or when this long has passed since the last one."""
+
+    # -- flush services ------------------------------------------------------------------------
+    flush_mode: FlushMode = FlushMode.ASYNC
+    """`flushDiskType`."""
+
+    flush_interval_ms: int = 500
+    """`flushIntervalCommitLog`: async flush period.  At 500 ms an fdatasync (≈0.2–4 ms here)
+    costs under 1% of a core, and at most half a second of writes is unsynced."""
+
+    flush_pages_min: int = 4
+    """`flushCommitLogLeastPages`: async flush only when at least 16 KiB are dirty ..."""
+
+    flush_thorough_interval_ms: int = 10_000
+    """`flushCommitLogThoroughInterval`: ... or when this long has passed since the last one."""
+
+    sync_flush_timeout_ms: int = 5000
+    """`syncFlushTimeout`: a sync-flush put not synced by then returns FLUSH_DISK_TIMEOUT."""
+
+    checkpoint_interval_ms: int = 1000
+    """How often the flush service persists the checkpoint after a flush moved it."""
+
+    # -- recovery and shutdown -------------------------------------------------------------------
+    recovery_segments_max: int = 3
+    """Normal (clean-shutdown) recovery validates with CRC only the last N segments (RocketMQ:
+    3).  Abnormal recovery starts where the checkpoint says data was safely synced."""
+
+    shutdown_retries_max: int = 10
+    """`RETRY_TIMES_OVER`: commit and flush attempts on close before giving up loudly."""
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "segment_size_bytes", "message_body_size_bytes_max",
+                        "put_batch_size_bytes_max", "put_lock_timeout_ms", "allocate_wait_ms",
+                        "pool_buffer_count", "commit_interval_ms", "commit_thorough_interval_ms",
+                        "flush_interval_ms", "flush_thorough_interval_ms",
+                        "sync_flush_timeout_ms", "checkpoint_interval_ms",
+                        "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max")
+        _check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
+                            "preallocate_ahead_count")
+        if self.segment_size_bytes % PAGE_SIZE_BYTES:
+            raise ConfigError(f"segment_size_bytes={self.segment_size_bytes} must be a multiple "
+                              f"of the {PAGE_SIZE_BYTES}-byte page")
+        if not 0 < self.properties_size_bytes_max <= 32767:
+            raise ConfigError("properties_size_bytes_max must be in 1..32767 (a signed short)")
+        if not 0 < self.topic_size_bytes_max <= 255:
+            raise ConfigError("topic_size_bytes_max must be in 1..255 (a topic names a "
+                              "consumequeue/ directory; NAME_MAX is 255 bytes)")
+        # The largest record plus the 8-byte BLANK reserve must fit into one segment.
+        record_bytes_max = (RECORD_FIXED_BYTES_MAX + self.message_body_size_bytes_max
+                            + self.topic_size_bytes_max + self.properties_size_bytes_max)
+        if record_bytes_max + 8 > self.segment_size_bytes:
+            raise ConfigError(
+                f"a record of message_body_size_bytes_max={self.message_body_size_bytes_max} "
+                f"with topic and properties at their maxima is {record_bytes_max} bytes, which "
+                f"with the 8-byte BLANK reserve does not fit in segment_size_bytes="
+                f"{self.segment_size_bytes}; lower the maxima or raise the segment size")
+        if self.put_batch_size_bytes_max + 8 > self.segment_size_bytes:
+            raise ConfigError(f"put_batch_size_bytes_max={self.put_batch_size_bytes_max} plus "
+                              f"the 8-byte BLANK reserve must fit in segment_size_bytes="
+                              f"{self.segment_size_bytes}")
+        if self.put_batch_size_bytes_max < record_bytes_max:
+            raise ConfigError(f"put_batch_size_bytes_max={self.put_batch_size_bytes_max} must "
+                              f"hold at least one largest record ({record_bytes_max} bytes)")
+        parse_host(self.store_host, setting="store_host")
+
+    @property
+    def flush_sync(self) -> bool:
+        return self.flush_mode is FlushMode.SYNC
+
+    @classmethod
+    def for_small_segments(cls, segment_size_bytes: int, **overrides: object) -> StoreConfig:
+        """A config whose size maxima are scaled down to fit `segment_size_bytes` (tests,
+        laptops): body ≤ 1/4 segment, batch ≤ 1/2 segment, unless overridden."""
+        fields: dict[str, object] = {
+            "segment_size_bytes": segment_size_bytes,
+            "message_body_size_bytes_max": segment_size_bytes // 4,
+            "properties_size_bytes_max": min(32767, segment_size_bytes // 16),
+            "put_batch_size_bytes_max": segment_size_bytes // 2,
+        }
+        fields.update(overrides)
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+RECORD_FIXED_BYTES_MAX = 91 + 12 + 12 + 1
+"""The largest fixed part of a record: v1 IPv4 is 91 bytes; +12 per IPv6 host; +1 for v2."""
+
+
+def parse_host(text: str, *, setting: str) -> tuple[bytes, int]:
+    """Parse "ip:port" or "[ipv6]:port" into the packed address and the port."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ConfigError(f"{setting}={text!r}: expected 'ip:port' or '[ipv6]:port'")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError as error:
+        raise ConfigError(f"{setting}={text!r}: {error}") from None
+    port = int(port_text)
+    if port > 0x7FFFFFFF:
+        raise ConfigError(f"{setting}={text!r}: port does not fit a signed 32-bit int")
+    return address.packed, port
+
+
+def _check_positive(config: StoreConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"{name}={value!r} must be a positive integer")
+
+
+def _check_non_negative(config: StoreConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{name}={value!r} must be a non-negative integer")

@@ -1,0 +1,49 @@
+"""Named exceptions for what the world does to the store (asserts are for our own bugs)."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error the storage engine raises on purpose."""
+
+
+class ConfigError(StoreError, ValueError):
+    """A setting, or a combination of settings, that cannot work."""
+
+
+class TopicNameError(StoreError, ValueError):
+    """A topic name that breaks one of the naming rules; the message says which."""
+
+
+class MessageIllegalError(StoreError, ValueError):
+    """A message that cannot be encoded (size, properties, host); maps to MESSAGE_ILLEGAL."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the directory's single-writer lock."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed, or stopped itself after a failed sync."""
+
+
+class BufferPoolExhausted(StoreError):
+    """No transient-store-pool buffer became free within the borrow timeout."""
+
+
+class SegmentCreateError(StoreError):
+    """A segment file could not be created, preallocated or mapped in time."""
+
+
+class CorruptRecordError(StoreError):
+    """A record failed validation; carries where and why."""
+
+    def __init__(self, *, path: str, physical_offset: int, reason: str) -> None:
+        super().__init__(f"{path}: corrupt record at physical offset {physical_offset}: {reason}")
+        self.path = path
+        self.physical_offset = physical_offset
+        self.reason = reason
+
+
+class StoreFormatError(StoreError):
+    """The directory does not hold a store this engine can open (wrong sizes, bad names)."""

@@ -1,0 +1,189 @@
+"""The commit service and the two flush services (RocketMQ `CommitLog`'s service threads).
+
+* `CommitService` (pool on): copies pooled bytes into the file every `commit_interval_ms`
+  when at least `commit_pages_min` pages are pending, or after `commit_thorough_interval_ms`.
+* `AsyncFlushService` (async flush): fdatasync every `flush_interval_ms` when at least
+  `flush_pages_min` pages are dirty, or after `flush_thorough_interval_ms`.
+* `GroupCommitService` (sync flush): producers park on a lock until their end position is
+  synced; one fdatasync covers every producer that arrived while the previous one ran.  With
+  the pool on it commits on demand first, so a parked producer never waits for the commit
+  service's thresholds (the latency cliff of RocketMQ #1372).
+
+Every sync is `os.fdatasync`, which releases the GIL.  A failed sync raises out of `run_once`,
+which `ServiceThread` turns into a store stop.
+"""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+from collections.abc import Callable
+
+from .config import StoreConfig
+from .pool import TransientStorePool
+from .segment_queue import SegmentQueue
+from .service_thread import FatalHandler, ServiceThread
+
+OnFlushed = Callable[[], None]
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class CommitService(ServiceThread):
+    name = "commit"
+
+    def __init__(self, queue: SegmentQueue, pool: TransientStorePool, config: StoreConfig, *,
+                 on_committed: Callable[[], None], on_fatal: FatalHandler) -> None:
+        super().__init__(on_fatal=on_fatal)
+        self._queue = queue
+        self._pool = pool
+        self._config = config
+        self._on_committed = on_committed
+        self._last_commit_ms = _monotonic_ms()
+
+    def run_once(self) -> None:
+        config = self._config
+        now_ms = _monotonic_ms()
+        pages_min = config.commit_pages_min
+        if now_ms - self._last_commit_ms >= config.commit_thorough_interval_ms:
+            pages_min = 0
+        if self._queue.commit(pages_min=pages_min, return_buffer=self._pool.give_back):
+            self._last_commit_ms = now_ms
+            self._on_committed()
+        self.wait_for_running(config.commit_interval_ms)
+
+    def commit_now(self) -> bool:
+        return self._queue.commit(pages_min=0, return_buffer=self._pool.give_back)
+
+    def shutdown_drain(self) -> None:
+        for _ in range(self._config.shutdown_retries_max):
+            self.commit_now()
+            if self._queue.committed_where == self._queue.wrote_position:
+                return
+        raise RuntimeError("commit did not catch up with the written position on shutdown")
+
+
+class AsyncFlushService(ServiceThread):
+    name = "flush"
+
+    def __init__(self, queue: SegmentQueue, config: StoreConfig, *, on_flushed: OnFlushed,
+                 on_fatal: FatalHandler) -> None:
+        super().__init__(on_fatal=on_fatal)
+        self._queue = queue
+        self._config = config
+        self._on_flushed = on_flushed
+        self._last_thorough_ms = _monotonic_ms()
+
+    def run_once(self) -> None:
+        config = self._config
+        # `flushCommitLogTimed`: a plain periodic sleep, not woken per put, so a busy put
+        # path never turns into one fdatasync per message.
+        self.wait_for_running(config.flush_interval_ms)
+        now_ms = _monotonic_ms()
+        pages_min = config.flush_pages_min
+        if now_ms - self._last_thorough_ms >= config.flush_thorough_interval_ms:
+            pages_min = 0
+            self._last_thorough_ms = now_ms
+        if self._queue.flush(pages_min=pages_min):
+            self._on_flushed()
+
+    def shutdown_drain(self) -> None:
+        for _ in range(self._config.shutdown_retries_max):
+            self._queue.flush(pages_min=0)
+            if self._queue.flushed_where == self._queue.max_position:
+                self._on_flushed()
+                return
+        raise RuntimeError("flush did not catch up with the committed position on shutdown")
+
+
+class GroupCommitService(ServiceThread):
+    """Sync flush.  `wait_flushed` is called by producers; the thread syncs for all of them."""
+
+    name = "group-commit"
+
+    def __init__(self, queue: SegmentQueue, config: StoreConfig, *,
+                 commit: Callable[[], bool] | None, on_flushed: OnFlushed,
+                 on_fatal: FatalHandler) -> None:
+        super().__init__(on_fatal=on_fatal)
+        self._queue = queue
+        self._config = config
+        self._commit = commit
+        self._on_flushed = on_flushed
+        self._requests: list[tuple[int, float, _thread.LockType]] = []
+        self._requests_lock = threading.Lock()
+        self.failed = False
+
+    def wait_flushed(self, end_position: int, *, timeout_s: float) -> bool:
+        """Block until [.., end_position) is synced; False on timeout or store failure."""
+        if self._queue.flushed_where >= end_position:
+            return True
+        parked = _thread.allocate_lock()
+        parked.acquire()
+        with self._requests_lock:
+            if self.failed or self.stopping:
+                return False
+            self._requests.append((end_position, time.monotonic() + timeout_s, parked))
+        self.wakeup()
+        return parked.acquire(timeout=timeout_s) and not self.failed
+
+    def run_once(self) -> None:
+        self.wait_for_running(10)
+        with self._requests_lock:
+            requests, self._requests = self._requests, []
+        try:
+            self._sync(max((end for end, _, _ in requests), default=0))
+        except BaseException:
+            self.failed = True  # before the release: a woken producer must see it
+            for _, _, parked in requests:
+                parked.release()
+            raise
+        flushed = self._queue.flushed_where
+        now = time.monotonic()
+        waiting = []
+        for request in requests:
+            end, deadline, parked = request
+            if flushed >= end:
+                parked.release()
+            elif now < deadline:
+                waiting.append(request)
+            # else: the producer has given up (FLUSH_DISK_TIMEOUT); drop the request
+        if waiting:
+            with self._requests_lock:
+                self._requests[:0] = waiting
+            self.wakeup()
+
+    def _sync(self, target_position: int) -> None:
+        # A record may have rolled into the next segment: commit and flush walk forward,
+        # and one more pass picks up anything written while the first sync ran.
+        for _ in range(2):
+            if self._commit is not None:
+                self._commit()
+            if self._queue.flush(pages_min=0):
+                self._on_flushed()
+            if self._queue.flushed_where >= target_position:
+                return
+
+    def fail_all(self) -> None:
+        """The store stopped: release every parked producer (they see `failed`)."""
+        with self._requests_lock:
+            self.failed = True
+            requests, self._requests = self._requests, []
+        for _, _, parked in requests:
+            parked.release()
+
+    def shutdown_drain(self) -> None:
+        for _ in range(self._config.shutdown_retries_max):
+            self._sync(self._queue.wrote_position)
+            if self._queue.flushed_where == self._queue.wrote_position:
+                break
+        with self._requests_lock:
+            requests, self._requests = self._requests, []
+        flushed = self._queue.flushed_where
+        for end, _, parked in requests:
+            if flushed >= end:
+                parked.release()
+        if flushed != self._queue.wrote_position:
+            raise RuntimeError("group commit did not sync everything written on shutdown")

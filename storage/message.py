@@ -1,0 +1,251 @@
+"""The engine's message values: what a producer hands in, what a put returns, what a read gives.
+
+`encode_message` turns a `Message` into record bytes outside the put lock; everything that
+can be wrong with a message is found here and reported as MESSAGE_ILLEGAL with a reason.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import time
+from collections.abc import Mapping, Sequence
+
+from . import record
+from .config import StoreConfig, parse_host
+from .errors import ConfigError, MessageIllegalError, TopicNameError
+from .properties import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    decode_properties,
+    encode_properties,
+)
+from .topic import validate_topic
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+class PutStatus(enum.Enum):
+    """RocketMQ `PutMessageStatus` (the subset this engine can produce)."""
+
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"
+
+
+class Message:
+    """A message to store.  `keys` become the KEYS property, `tags` the TAGS property."""
+
+    __slots__ = ("body", "born_host", "born_timestamp_ms", "flag", "keys", "properties",
+                 "queue_id", "tags", "topic")
+
+    def __init__(self, topic: str, queue_id: int, body: bytes, tags: str | None = None,
+                 keys: Sequence[str] = (), properties: Mapping[str, str] | None = None, *,
+                 flag: int = 0, born_host: str | None = None,
+                 born_timestamp_ms: int | None = None) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.body = body
+        self.tags = tags
+        self.keys = keys
+        self.properties = properties
+        self.flag = flag
+        self.born_host = born_host
+        self.born_timestamp_ms = born_timestamp_ms
+
+    def __repr__(self) -> str:
+        return (f"Message(topic={self.topic!r}, queue_id={self.queue_id}, "
+                f"body=<{len(self.body)} bytes>, tags={self.tags!r}, keys={self.keys!r})")
+
+
+class PutResult:
+    """The outcome of one put.  `msg_id` (RocketMQ's offset msg id) is computed on first use."""
+
+    __slots__ = ("_store_host_packed", "physical_offset", "queue_offset", "reason", "size_bytes",
+                 "status", "store_timestamp_ms")
+
+    def __init__(self, status: PutStatus, physical_offset: int = -1, queue_offset: int = -1,
+                 store_timestamp_ms: int = 0, *, size_bytes: int = 0, reason: str = "",
+                 store_host_packed: bytes = b"") -> None:
+        self.status = status
+        self.physical_offset = physical_offset
+        self.queue_offset = queue_offset
+        self.store_timestamp_ms = store_timestamp_ms
+        self.size_bytes = size_bytes
+        self.reason = reason
+        self._store_host_packed = store_host_packed
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutStatus.PUT_OK
+
+    @property
+    def msg_id(self) -> str:
+        if self.physical_offset < 0:
+            return ""
+        return offset_msg_id(self._store_host_packed, self.physical_offset)
+
+    def __repr__(self) -> str:
+        return (f"PutResult({self.status.name}, physical_offset={self.physical_offset}, "
+                f"queue_offset={self.queue_offset}, reason={self.reason!r})")
+
+
+def offset_msg_id(store_host_packed: bytes, physical_offset: int) -> str:
+    """Hex of store address + int32 port + int64 position (32 characters for IPv4)."""
+    return (store_host_packed + physical_offset.to_bytes(8, "big")).hex().upper()
+
+
+def format_host(host: tuple[bytes, int]) -> str:
+    address = ipaddress.ip_address(host[0])
+    if address.version == 6:
+        return f"[{address}]:{host[1]}"
+    return f"{address}:{host[1]}"
+
+
+class StoredMessage:
+    """Every decoded field of one record, as RocketMQ's `MessageExt` would hold them."""
+
+    __slots__ = ("body", "body_crc", "born_host", "born_timestamp_ms", "flag", "magic",
+                 "physical_offset", "prepared_transaction_offset", "properties", "queue_id",
+                 "queue_offset", "reconsume_times", "store_host", "store_timestamp_ms",
+                 "sysflag", "topic", "total_size")
+
+    def __init__(self, head: record.RecordHead, *, body: bytes, topic: str,
+                 properties: dict[str, str]) -> None:
+        self.total_size = head.total_size
+        self.magic = head.magic
+        self.body_crc = head.body_crc
+        self.queue_id = head.queue_id
+        self.flag = head.flag
+        self.queue_offset = head.queue_offset
+        self.physical_offset = head.physical_offset
+        self.sysflag = head.sysflag
+        self.born_timestamp_ms = head.born_timestamp_ms
+        self.born_host = format_host(head.born_host)
+        self.store_timestamp_ms = head.store_timestamp_ms
+        self.store_host = format_host(head.store_host)
+        self.reconsume_times = head.reconsume_times
+        self.prepared_transaction_offset = head.prepared_transaction_offset
+        self.body = body
+        self.topic = topic
+        self.properties = properties
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        text = self.properties.get(PROPERTY_KEYS, "")
+        return tuple(key for key in text.split(KEY_SEPARATOR) if key)
+
+    @property
+    def msg_id(self) -> str:
+        packed = ipaddress.ip_address(self.store_host.rpartition(":")[0].strip("[]")).packed
+        port = int(self.store_host.rpartition(":")[2])
+        return offset_msg_id(packed + port.to_bytes(4, "big", signed=True), self.physical_offset)
+
+    def __repr__(self) -> str:
+        return (f"StoredMessage(topic={self.topic!r}, queue_id={self.queue_id}, "
+                f"queue_offset={self.queue_offset}, physical_offset={self.physical_offset}, "
+                f"body=<{len(self.body)} bytes>)")
+
+
+def decode_stored(buffer: record.ReadableBuffer, position: int) -> StoredMessage:
+    """Decode the whole record at `position` (the body is copied out of `buffer`)."""
+    layout, head = record.decode_head(buffer, position)
+    body, topic, properties = record.decode_variable(buffer, position, layout, head)
+    try:
+        return StoredMessage(head, body=bytes(body), topic=topic.decode("utf-8", "replace"),
+                             properties=decode_properties(properties))
+    finally:
+        body.release()
+
+
+class MessageEncoder:
+    """Turns `Message`s into unstamped record bytes for one store's settings."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self._config = config
+        address, port = parse_host(config.store_host, setting="store_host")
+        self.store_host = (address, port)
+        self.store_host_packed = address + port.to_bytes(4, "big", signed=True)
+        self._store_v6 = len(address) == 16
+        self._born_hosts: dict[str, tuple[bytes, int]] = {}
+
+    def encode(self, message: Message) -> tuple[bytes, int]:
+        """Return (record bytes, store-timestamp offset within them); raise
+        `MessageIllegalError` with the reason when the message cannot be stored."""
+        config = self._config
+        try:
+            topic = validate_topic(message.topic, size_bytes_max=config.topic_size_bytes_max)
+        except TopicNameError as error:
+            raise MessageIllegalError(str(error)) from None
+        body = message.body
+        if not isinstance(body, bytes | bytearray | memoryview):
+            raise MessageIllegalError(f"body must be bytes, not {type(body).__name__}")
+        if len(body) > config.message_body_size_bytes_max:
+            raise MessageIllegalError(f"body is {len(body)} bytes; the maximum is "
+                                      f"{config.message_body_size_bytes_max} "
+                                      f"(message_body_size_bytes_max)")
+        _check_int32(message.queue_id, "queue_id", minimum=0)
+        _check_int32(message.flag, "flag", minimum=INT32_MIN)
+        properties = self._properties(message)
+        born_host = self._born_host(message.born_host)
+        sysflag = 0
+        if len(born_host[0]) == 16:
+            sysflag |= record.SysFlag.BORN_HOST_V6
+        if self._store_v6:
+            sysflag |= record.SysFlag.STORE_HOST_V6
+        layout = record.LAYOUTS[len(born_host[0]) == 16, self._store_v6,
+                                len(topic) > record.TOPIC_LENGTH_V1_MAX]
+        born_ms = message.born_timestamp_ms
+        encoded = record.encode_record(
+            layout=layout, queue_id=message.queue_id, flag=message.flag, sysflag=sysflag,
+            born_timestamp_ms=time.time_ns() // 1_000_000 if born_ms is None else born_ms,
+            born_host=born_host, store_host=self.store_host, reconsume_times=0,
+            prepared_transaction_offset=0, body=bytes(body), topic=topic,
+            properties=properties)
+        return encoded, layout.offsets["store_timestamp_ms"]
+
+    def _properties(self, message: Message) -> bytes:
+        if message.properties is None and message.tags is None and not message.keys:
+            return b""
+        merged = dict(message.properties or {})
+        if message.tags is not None:
+            merged[PROPERTY_TAGS] = message.tags
+        if message.keys:
+            if isinstance(message.keys, str):
+                raise MessageIllegalError("keys must be a sequence of strings, not one string")
+            for key in message.keys:
+                if not isinstance(key, str) or not key or KEY_SEPARATOR in key:
+                    raise MessageIllegalError(f"key {key!r} must be a non-empty string "
+                                              f"without spaces")
+            merged[PROPERTY_KEYS] = KEY_SEPARATOR.join(message.keys)
+        encoded = encode_properties(merged)
+        if len(encoded) > self._config.properties_size_bytes_max:
+            raise MessageIllegalError(f"properties are {len(encoded)} bytes encoded; the "
+                                      f"maximum is {self._config.properties_size_bytes_max}")
+        return encoded
+
+    def _born_host(self, text: str | None) -> tuple[bytes, int]:
+        if text is None:
+            return self.store_host
+        host = self._born_hosts.get(text)
+        if host is None:
+            try:
+                host = parse_host(text, setting="born_host")
+            except ConfigError as error:
+                raise MessageIllegalError(str(error)) from None
+            if len(self._born_hosts) < 4096:
+                self._born_hosts[text] = host
+        return host
+
+
+def _check_int32(value: object, name: str, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= INT32_MAX:
+        raise MessageIllegalError(f"{name}={value!r} must be an int in [{minimum}, {INT32_MAX}]")

@@ -1,0 +1,157 @@
+"""The ordered segments of one commit log and its absolute positions.
+
+RocketMQ `MappedFileQueue`.  Absolute positions (bytes from the start of the log):
+
+    min_position <= flushed_where <= committed_where <= wrote_position
+
+`commit` and `flush` walk forward from where they stopped, one segment at a time, so a
+record that rolled into a new segment is covered too.  Each is serialised by its own lock
+(the background service and `close()` may both call them).
+"""
+
+from __future__ import annotations
+
+import mmap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from .segment import CREATING_SUFFIX, CommitLogSegment, parse_segment_name
+
+ReturnBuffer = Callable[[mmap.mmap], None]
+
+
+class SegmentQueue:
+    def __init__(self, directory: Path, *, segment_size_bytes: int, pooled: bool) -> None:
+        self.directory = directory
+        self.pooled = pooled
+        """With the pool on, readers (and flush) see only what `commit` copied."""
+        self.segment_size_bytes = segment_size_bytes
+        self.segments: list[CommitLogSegment] = []
+        self.committed_where = 0
+        self.flushed_where = 0
+        self.last_store_timestamp_ms = 0
+        """Store time of the newest appended record (written by the put path)."""
+        self.committed_store_timestamp_ms = 0
+        self.flushed_store_timestamp_ms = 0
+        """Store time of the newest record known synced: the checkpoint's physic time."""
+        self._commit_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+
+    def load(self) -> list[CommitLogSegment]:
+        """Open every segment file in position order (positions set to full; recovery
+        then sets the real end)."""
+        assert not self.segments
+        for leftover in self.directory.glob("*" + CREATING_SUFFIX):
+            leftover.unlink()  # a crash while the allocator was preparing it
+        names = sorted(path for path in self.directory.iterdir()
+                       if parse_segment_name(path.name) is not None)
+        for path in names:
+            self.segments.append(
+                CommitLogSegment.open_existing(path, size_bytes=self.segment_size_bytes))
+        return self.segments
+
+    # -- lookup --------------------------------------------------------------------------
+    @property
+    def last(self) -> CommitLogSegment | None:
+        return self.segments[-1] if self.segments else None
+
+    @property
+    def min_position(self) -> int:
+        return self.segments[0].start_position if self.segments else 0
+
+    @property
+    def wrote_position(self) -> int:
+        last = self.last
+        return last.start_position + last.wrote_position if last else 0
+
+    @property
+    def max_position(self) -> int:
+        """Exclusive end of what readers may see (committed with the pool on)."""
+        segments = self.segments
+        if not segments:
+            return 0
+        last = segments[-1]
+        return last.start_position + last.read_position
+
+    def find(self, position: int) -> CommitLogSegment | None:
+        """The segment containing `position`, or None."""
+        segments = self.segments
+        if not segments:
+            return None
+        index = (position - segments[0].start_position) // self.segment_size_bytes
+        if 0 <= index < len(segments):
+            segment = segments[index]
+            if segment.start_position <= position < segment.end_position:
+                return segment
+        for segment in segments:  # gaps after retention deleted files: fall back to a scan
+            if segment.start_position <= position < segment.end_position:
+                return segment
+        return None
+
+    def append(self, segment: CommitLogSegment) -> None:
+        last = self.last
+        assert last is None or last.is_full, "only a full segment is followed by another"
+        assert last is None or segment.start_position == last.end_position
+        self.segments.append(segment)
+
+    # -- commit and flush ----------------------------------------------------------------
+    def commit(self, *, pages_min: int, return_buffer: ReturnBuffer) -> bool:
+        """Commit pool-buffered bytes into the files; True if anything moved."""
+        with self._commit_lock:
+            store_timestamp_ms = self.last_store_timestamp_ms
+            moved_any = False
+            while True:
+                segment = self.find(self.committed_where) if self.segments else None
+                if segment is None:
+                    break
+                moved, finished_buffer = segment.commit(pages_min=pages_min)
+                if finished_buffer is not None:
+                    return_buffer(finished_buffer)
+                moved_any |= moved
+                self.committed_where = segment.start_position + segment.committed_position
+                if segment.committed_position < segment.size_bytes:
+                    break
+            if moved_any or self.committed_where == self.wrote_position:
+                self.committed_store_timestamp_ms = store_timestamp_ms
+            return moved_any
+
+    def flush(self, *, pages_min: int) -> bool:
+        """fdatasync what is readable; True if the flushed position moved."""
+        with self._flush_lock:
+            # Captured before the positions are read: every record stamped at or before this
+            # time is below the position the sync will cover.
+            store_timestamp_ms = (self.committed_store_timestamp_ms if self.pooled
+                                  else self.last_store_timestamp_ms)
+            moved_any = False
+            while True:
+                segment = self.find(self.flushed_where) if self.segments else None
+                if segment is None:
+                    break
+                moved_any |= segment.flush(pages_min=pages_min)
+                self.flushed_where = segment.start_position + segment.flushed_position
+                if segment.flushed_position < segment.size_bytes:
+                    break
+            if moved_any:
+                self.flushed_store_timestamp_ms = store_timestamp_ms
+            return moved_any
+
+    # -- recovery and shutdown -----------------------------------------------------------
+    def truncate_after(self, position: int) -> list[Path]:
+        """Make `position` the end of the log: the containing segment is cut there, later
+        segments are deleted.  Returns the deleted paths."""
+        deleted = []
+        for segment in list(self.segments):
+            if segment.start_position > position:
+                self.segments.remove(segment)
+                segment.close(delete=True)
+                deleted.append(segment.path)
+            elif position < segment.end_position:
+                segment.truncate(position - segment.start_position)
+        self.committed_where = self.flushed_where = position
+        return deleted
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+        self.segments.clear()
