@@ -1,0 +1,200 @@
+"""Recovery: every startup case of the decision table, and damaged tails of every kind."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqstore.storage import (
+    CheckpointState,
+    Message,
+    MessageStore,
+    PutResult,
+    RecoveryMode,
+    StoreFormatError,
+    StoreLockedError,
+)
+from mqstore.storage.checkpoint import CheckpointValues, encode_checkpoint
+from mqstore.storage.recovery import plan_recovery
+from tests.conftest import SMALL_SEGMENT_BYTES, small_config
+
+
+def _fill(store_dir: Path, count: int, *, body_bytes: int = 700) -> list[PutResult]:
+    with MessageStore.open(store_dir, small_config()) as store:
+        results = [store.put(Message("R", i % 3, bytes([i % 256]) * body_bytes, keys=(f"k{i}",)))
+                   for i in range(count)]
+    assert all(result.ok for result in results)
+    return results
+
+
+def _segment_path(store_dir: Path, physical_offset: int) -> tuple[Path, int]:
+    start = physical_offset - physical_offset % SMALL_SEGMENT_BYTES
+    return store_dir / "commitlog" / f"{start:020d}", physical_offset - start
+
+
+def _damage(store_dir: Path, physical_offset: int, data: bytes) -> None:
+    path, position = _segment_path(store_dir, physical_offset)
+    with path.open("r+b") as file:
+        file.seek(position)
+        file.write(data)
+
+
+def _assert_recovers_to(store_dir: Path, results: list[PutResult], valid_count: int, *,
+                        crashed: bool = True) -> MessageStore:
+    if crashed:
+        (store_dir / "abort").touch()
+    store = MessageStore.open(store_dir, small_config())
+    bodies = [m.body for m in store.iter_messages()]
+    assert bodies == [bytes([i % 256]) * 700 for i in range(valid_count)]
+    last = results[valid_count - 1]
+    assert store.wrote_position == last.physical_offset + last.size_bytes
+    following = store.put(Message("R", valid_count % 3, b"after"))
+    assert following.physical_offset == store.wrote_position - following.size_bytes
+    assert following.queue_offset == len([i for i in range(valid_count)
+                                          if i % 3 == valid_count % 3])
+    return store
+
+
+def test_torn_record_at_the_tail(store_dir: Path) -> None:
+    results = _fill(store_dir, 200)
+    torn = results[-1]
+    _damage(store_dir, torn.physical_offset + 100, bytes(torn.size_bytes - 100))
+    store = _assert_recovers_to(store_dir, results, 199)
+    assert store.recovery_report.mode is RecoveryMode.ABNORMAL
+    assert f"position {torn.physical_offset}" in store.recovery_report.first_invalid_reason
+    assert store.recovery_report.truncated_bytes == 100  # the torn record's surviving bytes
+    store.close()
+
+
+def test_garbage_after_the_tail(store_dir: Path) -> None:
+    results = _fill(store_dir, 150)
+    end = results[-1].physical_offset + results[-1].size_bytes
+    _damage(store_dir, end, b"\xde\xad\xbe\xef" * 64)
+    store = _assert_recovers_to(store_dir, results, 150)
+    assert store.recovery_report.truncated_bytes == 256
+    assert "bad magic" in store.recovery_report.first_invalid_reason
+    store.close()
+    reopened = MessageStore.open(store_dir, small_config())  # the garbage is gone for good
+    assert reopened.recovery_report.truncated_bytes == 0
+    reopened.close()
+
+
+def test_zeroed_page_inside_the_last_segment(store_dir: Path) -> None:
+    results = _fill(store_dir, 300)
+    last_segment_start = results[-1].physical_offset // SMALL_SEGMENT_BYTES * SMALL_SEGMENT_BYTES
+    page_start = last_segment_start + 8192
+    _damage(store_dir, page_start, bytes(4096))
+    first_hit = next(i for i, r in enumerate(results)
+                     if r.physical_offset + r.size_bytes > page_start)
+    store = _assert_recovers_to(store_dir, results, first_hit)
+    assert store.recovery_report.truncated_bytes > 0
+    store.close()
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "torn-write"])
+def test_missing_or_corrupt_checkpoint_verifies_everything(store_dir: Path,
+                                                          damage: str) -> None:
+    results = _fill(store_dir, 300)
+    checkpoint = store_dir / "checkpoint"
+    if damage == "missing":
+        checkpoint.unlink()
+    elif damage == "corrupt":
+        checkpoint.write_bytes(b"\xff" * 4096)
+    else:
+        data = bytearray(checkpoint.read_bytes())
+        data[3] ^= 0x40  # a field changed without its CRC: a torn page
+        checkpoint.write_bytes(bytes(data))
+    first = results[0]
+    _damage(store_dir, first.physical_offset + 95, b"\x00\x01")  # an old, unflushed-looking hole
+    store = MessageStore.open(store_dir, small_config())
+    assert store.recovery_report.mode is RecoveryMode.FULL
+    assert store.recovery_report.verify_from_segment == 0
+    assert list(store.iter_messages()) == []  # the very first record is bad: nothing is valid
+    store.close()
+
+
+def test_decision_table_covers_every_case(store_dir: Path) -> None:
+    _fill(store_dir, 300)
+    store = MessageStore.open(store_dir, small_config())
+    segments = store._queue.segments
+    newest_first_record = store.message_at(segments[-1].start_position)
+    cases = itertools.product([False, True], [False, True], list(CheckpointState))
+    for has_segments, abort_present, state in cases:
+        values = CheckpointValues(newest_first_record.store_timestamp_ms + 3000,
+                                  newest_first_record.store_timestamp_ms + 3000)
+        report = plan_recovery(segments if has_segments else [], abort_present=abort_present,
+                               checkpoint_state=state, checkpoint=values,
+                               recovery_segments_max=2)
+        if not has_segments:
+            assert report.mode is RecoveryMode.EMPTY
+        elif state in (CheckpointState.MISSING, CheckpointState.CORRUPT):
+            assert (report.mode, report.verify_from_segment) == (RecoveryMode.FULL, 0)
+        elif not abort_present:
+            assert report.mode is RecoveryMode.NORMAL
+            assert report.verify_from_segment == len(segments) - 2
+        else:
+            assert report.mode is RecoveryMode.ABNORMAL
+            assert report.verify_from_segment == len(segments) - 1
+    store.close()
+
+
+def test_abnormal_recovery_falls_back_to_the_first_segment(store_dir: Path) -> None:
+    _fill(store_dir, 300)
+    (store_dir / "checkpoint").write_bytes(encode_checkpoint(CheckpointValues(1, 1)))
+    (store_dir / "abort").touch()
+    with MessageStore.open(store_dir, small_config()) as store:
+        assert store.recovery_report.mode is RecoveryMode.ABNORMAL
+        assert store.recovery_report.verify_from_segment == 0
+
+
+def test_clean_reopen_truncates_nothing(store_dir: Path) -> None:
+    results = _fill(store_dir, 120)
+    store = _assert_recovers_to(store_dir, results, 120, crashed=False)
+    assert store.recovery_report.mode is RecoveryMode.NORMAL
+    assert store.recovery_report.truncated_bytes == 0
+    store.close()
+
+
+def test_second_writer_in_the_same_process_is_refused(store_dir: Path) -> None:
+    with MessageStore.open(store_dir, small_config()), \
+            pytest.raises(StoreLockedError, match="already has the store open"):
+        MessageStore.open(store_dir, small_config())
+
+
+def test_second_writer_in_another_process_is_refused(store_dir: Path) -> None:
+    with MessageStore.open(store_dir, small_config()):
+        code = ("import sys\nfrom mqstore.storage import MessageStore, StoreLockedError\n"
+                "from tests.conftest import small_config\n"
+                "try:\n    MessageStore.open(sys.argv[1], small_config())\n"
+                "except StoreLockedError as e:\n    print(e); sys.exit(3)\n")
+        outcome = subprocess.run([sys.executable, "-c", code, str(store_dir)],
+                                 check=False, capture_output=True, text=True, timeout=60,
+                                 cwd=Path(__file__).parents[2])
+    assert outcome.returncode == 3, outcome.stderr
+    assert "another writer holds the store lock" in outcome.stdout
+    assert "pid=" in outcome.stdout
+
+
+def test_segment_of_the_wrong_size_is_refused(store_dir: Path) -> None:
+    _fill(store_dir, 10)
+    segment = store_dir / "commitlog" / f"{0:020d}"
+    with segment.open("r+b") as file:
+        file.truncate(SMALL_SEGMENT_BYTES // 2)
+    with pytest.raises(StoreFormatError, match="segment_size_bytes"):
+        MessageStore.open(store_dir, small_config())
+
+
+def test_checkpoint_has_rocketmq_layout(store_dir: Path) -> None:
+    _fill(store_dir, 20)
+    data = (store_dir / "checkpoint").read_bytes()
+    assert len(data) == 4096
+    physic, logics, index, flushed = struct.unpack_from(">qqqq", data, 0)
+    assert physic > 0
+    assert logics == physic
+    assert index == 0
+    assert flushed > 0
