@@ -99,8 +99,14 @@ class AsyncFlushService(ServiceThread):
         raise RuntimeError("flush did not catch up with the committed position on shutdown")
 
 
+Completion = Callable[[bool], None]
+"""Called by the group commit thread with True once synced, False on timeout or failure."""
+
+
 class GroupCommitService(ServiceThread):
-    """Sync flush.  `wait_flushed` is called by producers; the thread syncs for all of them."""
+    """Sync flush.  Producers either park (`wait_flushed`) or register a completion
+    (`submit`, for callers that must not block, like an event loop); the thread syncs once
+    for every request that arrived while the previous sync ran, then completes them."""
 
     name = "group-commit"
 
@@ -112,7 +118,7 @@ class GroupCommitService(ServiceThread):
         self._config = config
         self._commit = commit
         self._on_flushed = on_flushed
-        self._requests: list[tuple[int, float, _thread.LockType]] = []
+        self._requests: list[tuple[int, float, Completion]] = []
         self._requests_lock = threading.Lock()
         self.failed = False
 
@@ -122,12 +128,20 @@ class GroupCommitService(ServiceThread):
             return True
         parked = _thread.allocate_lock()
         parked.acquire()
+        if not self.submit(end_position, timeout_s=timeout_s,
+                           on_done=lambda _synced: parked.release()):
+            return False
+        return parked.acquire(timeout=timeout_s) and not self.failed
+
+    def submit(self, end_position: int, *, timeout_s: float, on_done: Completion) -> bool:
+        """Register `on_done` for when [.., end_position) is synced; False (and `on_done`
+        is never called) if the service has failed or is stopping."""
         with self._requests_lock:
             if self.failed or self.stopping:
                 return False
-            self._requests.append((end_position, time.monotonic() + timeout_s, parked))
+            self._requests.append((end_position, time.monotonic() + timeout_s, on_done))
         self.wakeup()
-        return parked.acquire(timeout=timeout_s) and not self.failed
+        return True
 
     def run_once(self) -> None:
         self.wait_for_running(10)
@@ -136,20 +150,23 @@ class GroupCommitService(ServiceThread):
         try:
             self._sync(max((end for end, _, _ in requests), default=0))
         except BaseException:
-            self.failed = True  # before the release: a woken producer must see it
-            for _, _, parked in requests:
-                parked.release()
+            self.failed = True  # before completing: a woken producer must see it
+            for _, _, on_done in requests:
+                on_done(False)
             raise
         flushed = self._queue.flushed_where
         now = time.monotonic()
         waiting = []
         for request in requests:
-            end, deadline, parked = request
-            if flushed >= end:
-                parked.release()
-            elif now < deadline:
+            end, deadline, on_done = request
+            if now >= deadline:
+                # Synced or not, the answer came too late: FLUSH_DISK_TIMEOUT, as the
+                # blocking put that stopped waiting at the deadline reported.
+                on_done(False)
+            elif flushed >= end:
+                on_done(True)
+            else:
                 waiting.append(request)
-            # else: the producer has given up (FLUSH_DISK_TIMEOUT); drop the request
         if waiting:
             with self._requests_lock:
                 self._requests[:0] = waiting
@@ -167,12 +184,12 @@ class GroupCommitService(ServiceThread):
                 return
 
     def fail_all(self) -> None:
-        """The store stopped: release every parked producer (they see `failed`)."""
+        """The store stopped: complete every pending request as not synced."""
         with self._requests_lock:
             self.failed = True
             requests, self._requests = self._requests, []
-        for _, _, parked in requests:
-            parked.release()
+        for _, _, on_done in requests:
+            on_done(False)
 
     def shutdown_drain(self) -> None:
         for _ in range(self._config.shutdown_retries_max):
@@ -182,8 +199,7 @@ class GroupCommitService(ServiceThread):
         with self._requests_lock:
             requests, self._requests = self._requests, []
         flushed = self._queue.flushed_where
-        for end, _, parked in requests:
-            if flushed >= end:
-                parked.release()
+        for end, _, on_done in requests:
+            on_done(flushed >= end)
         if flushed != self._queue.wrote_position:
             raise RuntimeError("group commit did not sync everything written on shutdown")

@@ -1,29 +1,16 @@
 """The engine's message values: what a producer hands in, what a put returns, what a read gives.
 
-`encode_message` turns a `Message` into record bytes outside the put lock; everything that
-can be wrong with a message is found here and reported as MESSAGE_ILLEGAL with a reason.
+`encoder.MessageEncoder` turns a `Message` into record bytes outside the put lock.
 """
 
 from __future__ import annotations
 
 import enum
 import ipaddress
-import time
 from collections.abc import Mapping, Sequence
 
 from . import record
-from .config import StoreConfig, parse_host
-from .errors import ConfigError, MessageIllegalError, TopicNameError
-from .properties import (
-    KEY_SEPARATOR,
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    decode_properties,
-    encode_properties,
-)
-from .topic import validate_topic
-
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+from .properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, decode_properties
 
 
 class PutStatus(enum.Enum):
@@ -69,7 +56,7 @@ class PutResult:
                  "status", "store_timestamp_ms")
 
     def __init__(self, status: PutStatus, physical_offset: int = -1, queue_offset: int = -1,
-                 store_timestamp_ms: int = 0, *, size_bytes: int = 0, reason: str = "",
+                 store_timestamp_ms: int = 0, size_bytes: int = 0, reason: str = "",
                  store_host_packed: bytes = b"") -> None:
         self.status = status
         self.physical_offset = physical_offset
@@ -164,88 +151,3 @@ def decode_stored(buffer: record.ReadableBuffer, position: int) -> StoredMessage
                              properties=decode_properties(properties))
     finally:
         body.release()
-
-
-class MessageEncoder:
-    """Turns `Message`s into unstamped record bytes for one store's settings."""
-
-    def __init__(self, config: StoreConfig) -> None:
-        self._config = config
-        address, port = parse_host(config.store_host, setting="store_host")
-        self.store_host = (address, port)
-        self.store_host_packed = address + port.to_bytes(4, "big", signed=True)
-        self._store_v6 = len(address) == 16
-        self._born_hosts: dict[str, tuple[bytes, int]] = {}
-
-    def encode(self, message: Message) -> tuple[bytes, int]:
-        """Return (record bytes, store-timestamp offset within them); raise
-        `MessageIllegalError` with the reason when the message cannot be stored."""
-        config = self._config
-        try:
-            topic = validate_topic(message.topic, size_bytes_max=config.topic_size_bytes_max)
-        except TopicNameError as error:
-            raise MessageIllegalError(str(error)) from None
-        body = message.body
-        if not isinstance(body, bytes | bytearray | memoryview):
-            raise MessageIllegalError(f"body must be bytes, not {type(body).__name__}")
-        if len(body) > config.message_body_size_bytes_max:
-            raise MessageIllegalError(f"body is {len(body)} bytes; the maximum is "
-                                      f"{config.message_body_size_bytes_max} "
-                                      f"(message_body_size_bytes_max)")
-        _check_int32(message.queue_id, "queue_id", minimum=0)
-        _check_int32(message.flag, "flag", minimum=INT32_MIN)
-        properties = self._properties(message)
-        born_host = self._born_host(message.born_host)
-        sysflag = 0
-        if len(born_host[0]) == 16:
-            sysflag |= record.SysFlag.BORN_HOST_V6
-        if self._store_v6:
-            sysflag |= record.SysFlag.STORE_HOST_V6
-        layout = record.LAYOUTS[len(born_host[0]) == 16, self._store_v6,
-                                len(topic) > record.TOPIC_LENGTH_V1_MAX]
-        born_ms = message.born_timestamp_ms
-        encoded = record.encode_record(
-            layout=layout, queue_id=message.queue_id, flag=message.flag, sysflag=sysflag,
-            born_timestamp_ms=time.time_ns() // 1_000_000 if born_ms is None else born_ms,
-            born_host=born_host, store_host=self.store_host, reconsume_times=0,
-            prepared_transaction_offset=0, body=bytes(body), topic=topic,
-            properties=properties)
-        return encoded, layout.offsets["store_timestamp_ms"]
-
-    def _properties(self, message: Message) -> bytes:
-        if message.properties is None and message.tags is None and not message.keys:
-            return b""
-        merged = dict(message.properties or {})
-        if message.tags is not None:
-            merged[PROPERTY_TAGS] = message.tags
-        if message.keys:
-            if isinstance(message.keys, str):
-                raise MessageIllegalError("keys must be a sequence of strings, not one string")
-            for key in message.keys:
-                if not isinstance(key, str) or not key or KEY_SEPARATOR in key:
-                    raise MessageIllegalError(f"key {key!r} must be a non-empty string "
-                                              f"without spaces")
-            merged[PROPERTY_KEYS] = KEY_SEPARATOR.join(message.keys)
-        encoded = encode_properties(merged)
-        if len(encoded) > self._config.properties_size_bytes_max:
-            raise MessageIllegalError(f"properties are {len(encoded)} bytes encoded; the "
-                                      f"maximum is {self._config.properties_size_bytes_max}")
-        return encoded
-
-    def _born_host(self, text: str | None) -> tuple[bytes, int]:
-        if text is None:
-            return self.store_host
-        host = self._born_hosts.get(text)
-        if host is None:
-            try:
-                host = parse_host(text, setting="born_host")
-            except ConfigError as error:
-                raise MessageIllegalError(str(error)) from None
-            if len(self._born_hosts) < 4096:
-                self._born_hosts[text] = host
-        return host
-
-
-def _check_int32(value: object, name: str, *, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= INT32_MAX:
-        raise MessageIllegalError(f"{name}={value!r} must be an int in [{minimum}, {INT32_MAX}]")

@@ -113,14 +113,34 @@ class RecordLayout:
     offsets: dict[str, int]
     topic_length: struct.Struct
     properties_length: struct.Struct
-
-    @property
-    def magic(self) -> int:
-        return MAGIC_V2 if self.v2 else MAGIC_V1
+    magic: int
+    host_sysflag: int
+    """The SYSFLAG bits this layout implies (IPv6 born/store hosts)."""
+    store_timestamp_offset: int
 
     @property
     def body_offset(self) -> int:
         return self.head.size
+
+    def encode(self, queue_id: int, flag: int, sysflag: int, born_timestamp_ms: int,
+               born_host: tuple[bytes, int], store_host: tuple[bytes, int], body: bytes,
+               topic_tail: bytes, properties_tail: bytes) -> bytes:
+        """Encode with QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP left 0 (the put path
+        stamps them under the lock).  The tails are the length-prefixed topic and
+        properties (`topic_tail`, `properties_tail`); positional for the hot path."""
+        head = self.head
+        total_size = head.size + len(body) + len(topic_tail) + len(properties_tail)
+        return b"".join((
+            head.pack(total_size, self.magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, 0,
+                      0, sysflag | self.host_sysflag, born_timestamp_ms, born_host[0],
+                      born_host[1], 0, store_host[0], store_host[1], 0, 0, len(body)),
+            body, topic_tail, properties_tail))
+
+    def topic_tail(self, topic: bytes) -> bytes:
+        return self.topic_length.pack(len(topic)) + topic
+
+    def properties_tail(self, properties: bytes) -> bytes:
+        return self.properties_length.pack(len(properties)) + properties
 
     def record_size(self, *, body_bytes: int, topic_bytes: int, properties_bytes: int) -> int:
         return (self.head.size + body_bytes + self.topic_length.size + topic_bytes
@@ -149,8 +169,12 @@ def _build_layout(*, born_v6: bool, store_v6: bool, v2: bool) -> RecordLayout:
     head = struct.Struct("".join(codes))
     assert head.size == position
     topic_length = struct.Struct(">H" if v2 else ">B")
+    host_sysflag = (SysFlag.BORN_HOST_V6 if born_v6 else 0) | (
+        SysFlag.STORE_HOST_V6 if store_v6 else 0)
     return RecordLayout(born_v6=born_v6, store_v6=store_v6, v2=v2, head=head, offsets=offsets,
-                        topic_length=topic_length, properties_length=struct.Struct(">H"))
+                        topic_length=topic_length, properties_length=struct.Struct(">H"),
+                        magic=MAGIC_V2 if v2 else MAGIC_V1, host_sysflag=int(host_sysflag),
+                        store_timestamp_offset=offsets["store_timestamp_ms"])
 
 
 LAYOUTS: dict[tuple[bool, bool, bool], RecordLayout] = {
@@ -205,20 +229,13 @@ class RecordHead:
 
 def encode_record(*, layout: RecordLayout, queue_id: int, flag: int, sysflag: int,
                   born_timestamp_ms: int, born_host: tuple[bytes, int],
-                  store_host: tuple[bytes, int], reconsume_times: int,
-                  prepared_transaction_offset: int, body: bytes, topic: bytes,
+                  store_host: tuple[bytes, int], body: bytes, topic: bytes,
                   properties: bytes) -> bytes:
-    """Encode one record with QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP left 0: the put
-    path stamps them under the lock (`stamp_record`)."""
-    total_size = layout.record_size(body_bytes=len(body), topic_bytes=len(topic),
-                                    properties_bytes=len(properties))
-    head = layout.head.pack(
-        total_size, layout.magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, 0, 0, sysflag,
-        born_timestamp_ms, born_host[0], born_host[1], 0, store_host[0], store_host[1],
-        reconsume_times, prepared_transaction_offset, len(body))
-    encoded = b"".join((head, body, layout.topic_length.pack(len(topic)), topic,
-                        layout.properties_length.pack(len(properties)), properties))
-    assert len(encoded) == total_size
+    """Keyword form of `RecordLayout.encode` for code off the hot path (tests, tools)."""
+    encoded = layout.encode(queue_id, flag, sysflag, born_timestamp_ms, born_host, store_host,
+                            body, layout.topic_tail(topic), layout.properties_tail(properties))
+    assert len(encoded) == layout.record_size(body_bytes=len(body), topic_bytes=len(topic),
+                                              properties_bytes=len(properties))
     return encoded
 
 

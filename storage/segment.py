@@ -65,6 +65,8 @@ class CommitLogSegment:
         self.flushed_position = 0
         self.last_store_timestamp_ms = 0
         self.write_buffer: mmap.mmap | None = None
+        self.write_target: mmap.mmap = mapping
+        """Where appends go: the pool buffer while this segment holds one, else the mapping."""
         self._references = 1
         self._available = True
         self._closed = False
@@ -135,10 +137,13 @@ class CommitLogSegment:
     def is_full(self) -> bool:
         return self.wrote_position == self.size_bytes
 
-    @property
-    def write_target(self) -> mmap.mmap:
-        """Where appends go: the pool buffer if this segment borrowed one, else the mapping."""
-        return self.write_buffer if self.write_buffer is not None else self.mapping
+    def attach_write_buffer(self, buffer: mmap.mmap) -> None:
+        """Pool on: appends to this (new, empty) segment go to `buffer` until committed."""
+        assert self.wrote_position == 0
+        assert self.write_buffer is None
+        assert len(buffer) == self.size_bytes
+        self.write_buffer = buffer
+        self.write_target = buffer
 
     def set_positions(self, position: int) -> None:
         """Recovery: everything below `position` is written, committed and flushed."""
@@ -182,6 +187,7 @@ class CommitLogSegment:
         self.committed_position = wrote
         if wrote == self.size_bytes:
             self.write_buffer = None
+            self.write_target = self.mapping
             return True, buffer
         return True, None
 

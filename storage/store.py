@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 
@@ -64,7 +65,7 @@ class MessageStore:
                      if config.pool_enabled else None)
         self._allocator = SegmentAllocator(queue.directory, config)
         self._commitlog = CommitLog(queue, config, allocator=self._allocator, pool=self.pool,
-                                    queue_offsets=queue_offsets, refusal=self._refusal)
+                                    queue_offsets=queue_offsets)
         last = queue.last
         if last is None or last.is_full:  # have the first segment ready before the first put
             self._allocator.prepare(last.end_position if last else queue.min_position)
@@ -137,6 +138,7 @@ class MessageStore:
         if self._closed:
             return
         self._closed = True
+        self._commitlog.refused_reason = self._commitlog.refused_reason or "store is closed"
         for service in self._services:  # commit first, then flush: the creation order
             service.stop()
         self._allocator.close()
@@ -161,7 +163,7 @@ class MessageStore:
     # -- put ----------------------------------------------------------------------------
     def put(self, message: Message) -> PutResult:
         result = self._commitlog.put(message)
-        if result.status is PutStatus.PUT_OK and self._group_commit is not None:
+        if self._group_commit is not None and result.status is PutStatus.PUT_OK:
             self._wait_synced(result.physical_offset + result.size_bytes, [result])
         return result
 
@@ -172,16 +174,57 @@ class MessageStore:
             self._wait_synced(last.physical_offset + last.size_bytes, results)
         return results
 
-    def _wait_synced(self, end_position: int, results: list[PutResult]) -> None:
+    def submit(self, message: Message) -> Future[PutResult]:
+        """`put` for callers that must not block (an event loop): the future completes once
+        the put is acknowledged, i.e. at once under async flush, after the group commit's
+        sync under sync flush.  Bridge to asyncio with `asyncio.wrap_future`."""
+        result = self._commitlog.put(message)
+        future: Future[PutResult] = Future()
+        if self._group_commit is None or result.status is not PutStatus.PUT_OK:
+            future.set_result(result)
+            return future
+        self._submit_synced(result.physical_offset + result.size_bytes, [result],
+                            lambda: future.set_result(result))
+        return future
+
+    def submit_batch(self, messages: Sequence[Message]) -> Future[list[PutResult]]:
+        """`put_batch` without blocking; see `submit`."""
+        results = self._commitlog.put_batch(messages)
+        future: Future[list[PutResult]] = Future()
+        if self._group_commit is None or not results or results[-1].status is not PutStatus.PUT_OK:
+            future.set_result(results)
+            return future
+        last = results[-1]
+        self._submit_synced(last.physical_offset + last.size_bytes, results,
+                            lambda: future.set_result(results))
+        return future
+
+    def _submit_synced(self, end_position: int, results: list[PutResult],
+                       resolve: Callable[[], None]) -> None:
         assert self._group_commit is not None
-        timeout_s = self.config.sync_flush_timeout_ms / 1000
-        if self._group_commit.wait_flushed(end_position, timeout_s=timeout_s):
-            return
+
+        def on_done(synced: bool) -> None:
+            if not synced:
+                self._mark_not_synced(results)
+            resolve()
+
+        if not self._group_commit.submit(end_position,
+                                         timeout_s=self.config.sync_flush_timeout_ms / 1000,
+                                         on_done=on_done):
+            on_done(False)
+
+    def _mark_not_synced(self, results: list[PutResult]) -> None:
         reason = (self._failure or f"not synced within {self.config.sync_flush_timeout_ms} ms "
                                    f"(sync_flush_timeout_ms)")
         for result in results:
             result.status = PutStatus.FLUSH_DISK_TIMEOUT
             result.reason = reason
+
+    def _wait_synced(self, end_position: int, results: list[PutResult]) -> None:
+        assert self._group_commit is not None
+        timeout_s = self.config.sync_flush_timeout_ms / 1000
+        if not self._group_commit.wait_flushed(end_position, timeout_s=timeout_s):
+            self._mark_not_synced(results)
 
     # -- read ---------------------------------------------------------------------------
     def message_at(self, physical_offset: int) -> StoredMessage:
@@ -257,19 +300,13 @@ class MessageStore:
         return self._commitlog.queue_offsets.get((topic, queue_id), 0)
 
     # -- internals ----------------------------------------------------------------------
-    def _refusal(self) -> str | None:
-        if self._failure is not None:
-            return f"store stopped: {self._failure}"
-        if self._closed:
-            return "store is closed"
-        return None
-
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.directory}: store is closed")
 
     def _on_fatal(self, service: str, error: BaseException) -> None:
         self._failure = f"{service} failed: {error!r}"
+        self._commitlog.refused_reason = f"store stopped: {self._failure}"
         if self._group_commit is not None:
             self._group_commit.fail_all()
 

@@ -113,3 +113,44 @@ def test_a_failed_sync_stops_the_store(store_dir: Path, monkeypatch: pytest.Monk
     monkeypatch.undo()
     store.close()
     assert AbortMarker(store_dir / "abort").present, "a failed store must reopen as unclean"
+
+
+def test_submit_completes_after_the_sync_and_bridges_to_asyncio(store_dir: Path) -> None:
+    import asyncio
+
+    config = small_config(flush_mode=FlushMode.SYNC)
+    with MessageStore.open(store_dir, config) as store:
+        async def produce(queue_id: int) -> list[int]:
+            offsets = []
+            for index in range(20):
+                result = await asyncio.wrap_future(store.submit(Message("A", queue_id, b"%d"
+                                                                        % index)))
+                assert result.status is PutStatus.PUT_OK
+                assert store.flushed_position >= result.physical_offset + result.size_bytes
+                offsets.append(result.queue_offset)
+            batch = await asyncio.wrap_future(store.submit_batch(
+                [Message("A", queue_id, b"b")] * 3))
+            offsets.extend(r.queue_offset for r in batch)
+            return offsets
+
+        async def main() -> list[list[int]]:
+            return await asyncio.gather(*(produce(q) for q in range(8)))
+
+        assert asyncio.run(main()) == [list(range(23))] * 8
+
+
+def test_submit_times_out_with_flush_disk_timeout(store_dir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    config = small_config(flush_mode=FlushMode.SYNC, sync_flush_timeout_ms=30)
+    release = threading.Event()
+    real_fdatasync = os.fdatasync
+    with MessageStore.open(store_dir, config) as store:
+        assert store.put(Message("S", 0, b"first")).ok
+        monkeypatch.setattr(os, "fdatasync", lambda fd: (release.wait(5), real_fdatasync(fd)))
+        blocked = store.submit(Message("S", 0, b"slow"))
+        second = store.submit(Message("S", 0, b"slow too"))
+        time.sleep(0.1)
+        release.set()
+        assert blocked.result(5).status is PutStatus.FLUSH_DISK_TIMEOUT
+        assert second.result(5).status is PutStatus.FLUSH_DISK_TIMEOUT
+        assert "sync_flush_timeout_ms" in second.result().reason

@@ -23,8 +23,7 @@ def _encode(*, born_v6: bool, store_v6: bool, topic: bytes, body: bytes = b"hell
     encoded = encode_record(layout=layout, queue_id=3, flag=7, sysflag=sysflag,
                             born_timestamp_ms=1_700_000_000_000,
                             born_host=V6_HOST if born_v6 else V4_HOST,
-                            store_host=V6_HOST if store_v6 else V4_HOST, reconsume_times=2,
-                            prepared_transaction_offset=0, body=body, topic=topic,
+                            store_host=V6_HOST if store_v6 else V4_HOST, body=body, topic=topic,
                             properties=properties)
     return layout, encoded
 
@@ -52,7 +51,8 @@ def test_every_layout_round_trips(born_v6: bool, store_v6: bool, topic_length: i
     assert stored.flag == 7
     assert stored.queue_offset == 42
     assert stored.store_timestamp_ms == 1234
-    assert stored.reconsume_times == 2
+    assert stored.reconsume_times == 0
+    assert stored.sysflag == layout.host_sysflag
     assert stored.body == b"hello"
     assert stored.tags == "a"
     assert stored.born_host == ("[::1]:10911" if born_v6 else "10.0.0.1:5555")
