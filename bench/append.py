@@ -13,9 +13,10 @@ Engine cases: single put and put_batch(32), async flush, pool off and on; sync f
 commit) with 1, 16 and 64 concurrent producers, pool off and on, twice: as OS threads
 calling the blocking `put`, and as asyncio tasks awaiting `store.submit` in one thread (how
 the writer service will run concurrent requests).  With threads, every group commit wakes
-each producer through the GIL, and that handoff, not the disk, bounds the rate.  Each figure is the median of
-`--runs` runs (min–max beside it); ratios are against the raw loop's median from the same
-run.  Segments are 256 MiB, preallocated the default way.
+each producer through the GIL, and that handoff, not the disk, bounds the rate.
+
+Each figure is the median of `--runs` runs (min–max beside it); ratios are against the raw
+loop's median from the same run.  Segments are 256 MiB, preallocated the default way.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -116,8 +117,6 @@ def test_a_failed_sync_stops_the_store(store_dir: Path, monkeypatch: pytest.Monk
 
 
 def test_submit_completes_after_the_sync_and_bridges_to_asyncio(store_dir: Path) -> None:
-    import asyncio
-
     config = small_config(flush_mode=FlushMode.SYNC)
     with MessageStore.open(store_dir, config) as store:
         async def produce(queue_id: int) -> list[int]:
