@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import struct
 from pathlib import Path
@@ -17,6 +18,7 @@ from mqstore.storage import (
     StoreConfig,
     record,
 )
+from mqstore.storage import segment as segment_module
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 
@@ -170,3 +172,47 @@ def test_message_at_refuses_positions_that_are_not_records(store: MessageStore) 
 def test_impossible_configs_are_refused(overrides: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         StoreConfig(**overrides)  # type: ignore[arg-type]
+
+
+def test_disk_full_is_service_not_available(store_dir: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_space(fd: int, size_bytes: int, method: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    config = small_config(allocate_wait_ms=2000)
+    with MessageStore.open(store_dir, config) as opened:
+        assert opened.put(Message("D", 0, b"x" * 4000)).ok
+        monkeypatch.setattr(segment_module, "prepare_file", no_space)
+        results = [opened.put(Message("D", 0, b"x" * 4000)) for _ in range(40)]
+        refused = [r for r in results if not r.ok]
+        assert refused, "filling the segment must need a new one"
+        assert refused[0].status is PutStatus.SERVICE_NOT_AVAILABLE
+        assert "disk full" in refused[0].reason
+        monkeypatch.undo()
+        assert opened.put(Message("D", 0, b"after")).ok  # nothing written before is harmed
+        assert [m.body for m in opened.iter_messages()][:1] == [b"x" * 4000]
+
+
+def test_segment_creation_failure(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(fd: int, size_bytes: int, method: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(segment_module, "prepare_file", broken)
+    with MessageStore.open(store_dir, small_config()) as opened:
+        result = opened.put(Message("D", 0, b"x"))
+        assert result.status is PutStatus.CREATE_MAPPED_FILE_FAILED
+        assert "Input/output error" in result.reason
+
+
+def test_busy_put_lock_is_os_pagecache_busy(store_dir: Path) -> None:
+    with MessageStore.open(store_dir, small_config(put_lock_timeout_ms=20)) as opened:
+        opened._commitlog._put_lock.acquire()  # a writer stalled inside the lock
+        try:
+            result = opened.put(Message("B", 0, b"x"))
+            batch = opened.put_batch([Message("B", 0, b"y")] * 2)
+        finally:
+            opened._commitlog._put_lock.release()
+        assert result.status is PutStatus.OS_PAGECACHE_BUSY
+        assert "put_lock_timeout_ms" in result.reason
+        assert {r.status for r in batch} == {PutStatus.OS_PAGECACHE_BUSY}
+        assert opened.put(Message("B", 0, b"z")).queue_offset == 0
