@@ -74,7 +74,7 @@ class SegmentAllocator:
 
     def close(self) -> None:
         """Stop the thread; segments made ahead but never taken are closed (their files stay,
-        zero-filled, and recovery removes them)."""
+        preallocated, and recovery removes them)."""
         with self._condition:
             self._closed = True
             self._condition.notify()

@@ -36,8 +36,14 @@ class PreallocateMethod(enum.Enum):
     """
 
     NONE = "none"
+    """Sparse file: every first write faults and allocates on the hot path."""
     FALLOCATE = "fallocate"
+    """Unwritten extents: first writes still fault and convert extents."""
     ZERO_FILL = "zero-fill"
+    """Write zeros with pwrite, then fdatasync."""
+    POPULATE = "populate"
+    """fallocate, map, MADV_POPULATE_WRITE, fdatasync (zero-fill where the kernel lacks
+    MADV_POPULATE_WRITE): the measured best, see `preallocate.py`."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -74,9 +80,9 @@ class StoreConfig:
     returns OS_PAGECACHE_BUSY instead of queueing behind a stalled writer."""
 
     # -- preallocation -------------------------------------------------------------------------
-    preallocate_method: PreallocateMethod = PreallocateMethod.ZERO_FILL
-    """Measured default, see `preallocate.py`: zero-filled blocks make both the first write
-    (no extent conversion, cheap page faults) and later fdatasyncs the cheapest."""
+    preallocate_method: PreallocateMethod = PreallocateMethod.POPULATE
+    """Measured default, see `preallocate.py`: cheapest first write *and* first fsync, and
+    all of its preparation releases the GIL."""
 
     preallocate_ahead_count: int = 1
     """Segments prepared in the background beyond the one being written (RocketMQ: 1)."""

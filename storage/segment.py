@@ -29,7 +29,7 @@ from pathlib import Path
 from .config import PAGE_SIZE_BYTES, PreallocateMethod
 from .errors import StoreFormatError
 from .files import fsync_directory
-from .preallocate import populate_for_write, prepare_file, zero_fill
+from .preallocate import prepare_file, prepare_mapping, zero_fill
 
 SEGMENT_NAME_DIGITS = 20
 CREATING_SUFFIX = ".creating"
@@ -89,8 +89,7 @@ class CommitLogSegment:
         try:
             prepare_file(fd, size_bytes, method)
             mapping = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED)
-            if warmup:
-                populate_for_write(mapping)
+            prepare_mapping(fd, mapping, method, warmup=warmup)
             os.rename(creating, path)
             fsync_directory(directory)
         except BaseException:
