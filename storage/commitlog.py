@@ -66,6 +66,7 @@ class CommitLog:
         self._pool = pool
         encoder = MessageEncoder(config)
         self._encode = encoder.encode
+        self._encode_into = encoder.encode_into
         self.store_host_packed = encoder.store_host_packed
         self.queue_offsets = queue_offsets
         """Next queue offset per (topic, queue id); only touched under the put lock."""
@@ -116,28 +117,35 @@ class CommitLog:
 
     def put_batch(self, messages: Sequence[Message]) -> list[PutResult]:
         """All or nothing: one illegal message refuses the whole batch (each result says
-        which message was illegal and why)."""
+        which message was illegal and why).
+
+        Optimistic stamping: the batch reads where it will land (the active segment's
+        position and each queue's next offset) without the lock and encodes its records
+        already stamped.  Under the lock it checks that guess; when no other writer came in
+        between, the locked section is one copy.  Otherwise it re-stamps in place, as a
+        single put does.  The store time is then read before the lock, but no record was
+        appended in between, so store time still follows position.
+        """
         if not messages:
             return []
         if self.refused_reason is not None:
             return _all(messages, PutStatus.SERVICE_NOT_AVAILABLE, self.refused_reason)
-        encode = self._encode
-        encoded_records = []
+        guess = _Guess(self._active, self.queue_offsets)
         try:
-            for message in messages:
-                encoded_records.append(encode(message))
+            batch = self._encode_batch(messages, guess)
         except MessageIllegalError as error:
-            reason = f"message {len(encoded_records)} of the batch: {error}"
-            return _all(messages, PutStatus.MESSAGE_ILLEGAL, reason)
-        blob = b"".join([encoded for encoded, _ in encoded_records])
-        if len(blob) > self._config.put_batch_size_bytes_max:
+            return _all(messages, PutStatus.MESSAGE_ILLEGAL, str(error))
+        if len(batch.blob) > self._config.put_batch_size_bytes_max:
             return _all(messages, PutStatus.MESSAGE_ILLEGAL,
-                        f"batch is {len(blob)} bytes encoded; the maximum is "
+                        f"batch is {len(batch.blob)} bytes encoded; the maximum is "
                         f"{self._config.put_batch_size_bytes_max} (put_batch_size_bytes_max)")
         if not self._put_lock.acquire(True, self._put_lock_timeout_s):
-            return [_busy(self._config)] * len(messages)
+            return [_busy(self._config) for _ in messages]
         try:
-            results = self._append_batch(messages, encoded_records, blob)
+            if guess.holds(self._active, self.queue_offsets, len(batch.blob)):
+                results = self._append_as_guessed(batch, guess)
+            else:
+                results = self._append_batch(messages, batch)
         except _Refused as refused:
             return _all(messages, refused.status, refused.reason)
         finally:
@@ -146,9 +154,63 @@ class CommitLog:
             self.after_append()
         return results
 
+    def _encode_batch(self, messages: Sequence[Message], guess: _Guess) -> _EncodedBatch:
+        parts: list[bytes] = []
+        batch = _EncodedBatch()
+        sizes, offsets, store_timestamp_offsets = (batch.sizes, batch.queue_offsets,
+                                                   batch.store_timestamp_offsets)
+        encode_into = self._encode_into
+        now_ms = guess.store_timestamp_ms
+        physical = guess.physical_offset
+        next_offsets = guess.next_offsets
+        key: QueueKey | None = None
+        next_offset = 0
+        for message in messages:
+            if key is None or message.queue_id != key[1] or message.topic != key[0]:
+                if key is not None:
+                    next_offsets[key] = next_offset
+                key = (message.topic, message.queue_id)
+                next_offset = next_offsets.get(key, -1)
+                if next_offset < 0:
+                    next_offset = guess.first_offset(key)
+            try:
+                size, store_timestamp_offset = encode_into(parts, message, now_ms, next_offset,
+                                                           physical, now_ms)
+            except MessageIllegalError as error:
+                raise MessageIllegalError(f"message {len(sizes)} of the batch: {error}") from None
+            sizes.append(size)
+            offsets.append(next_offset)
+            store_timestamp_offsets.append(store_timestamp_offset)
+            next_offset += 1
+            physical += size
+        assert key is not None
+        next_offsets[key] = next_offset
+        batch.blob = b"".join(parts)
+        return batch
+
+    def _append_as_guessed(self, batch: _EncodedBatch, guess: _Guess) -> list[PutResult]:
+        """Under the put lock, the guess verified: the records are stamped already."""
+        segment = guess.segment
+        assert segment is not None
+        start = guess.position
+        blob = batch.blob
+        segment.write_target[start:start + len(blob)] = blob
+        segment.wrote_position = start + len(blob)
+        self.queue_offsets.update(guess.next_offsets)
+        self._queue.last_store_timestamp_ms = guess.store_timestamp_ms
+        host = self.store_host_packed
+        timestamp = guess.store_timestamp_ms
+        physical = guess.physical_offset
+        results = []
+        for size, queue_offset in zip(batch.sizes, batch.queue_offsets, strict=True):
+            results.append(PutResult(_PUT_OK, physical, queue_offset, timestamp, size, "", host))
+            physical += size
+        return results
+
     def _append_batch(self, messages: Sequence[Message],
-                      encoded_records: list[tuple[bytes, int]], blob: bytes) -> list[PutResult]:
-        """Under the put lock: one copy, then stamp each record in place."""
+                      batch: _EncodedBatch) -> list[PutResult]:
+        """Under the put lock, the guess broken: one copy, then stamp each record in place."""
+        blob = batch.blob
         segment = self._active
         if segment is None or segment.size_bytes - segment.wrote_position < len(blob) + _RESERVE:
             segment = self._roll()
@@ -163,14 +225,13 @@ class CommitLog:
         position = start
         physical = segment.start_position + start
         results = []
-        for message, (encoded, store_timestamp_offset) in zip(messages, encoded_records,
-                                                              strict=True):
+        for message, size, store_timestamp_offset in zip(
+                messages, batch.sizes, batch.store_timestamp_offsets, strict=True):
             key = (message.topic, message.queue_id)
             queue_offset = queue_offsets.get(key, 0)
             queue_offsets[key] = queue_offset + 1
             pack_offsets(target, position + 20, queue_offset, physical)
             pack_timestamp(target, position + store_timestamp_offset, store_timestamp_ms)
-            size = len(encoded)
             results.append(PutResult(_PUT_OK, physical, queue_offset, store_timestamp_ms, size,
                                      "", host))
             position += size
@@ -218,6 +279,53 @@ class CommitLog:
             segment.attach_write_buffer(buffer)
         self._queue.append(segment)
         return segment
+
+
+class _Guess:
+    """Where a batch expects to land, read without the lock; `holds` checks it under it."""
+
+    __slots__ = ("first_offsets", "next_offsets", "physical_offset", "position",
+                 "queue_offsets", "segment", "store_timestamp_ms")
+
+    def __init__(self, segment: CommitLogSegment | None,
+                 queue_offsets: dict[QueueKey, int]) -> None:
+        self.segment = segment
+        self.position = segment.wrote_position if segment is not None else 0
+        self.physical_offset = (segment.start_position + self.position
+                                if segment is not None else 0)
+        self.queue_offsets = queue_offsets
+        self.first_offsets: dict[QueueKey, int] = {}
+        """Each queue's next offset as read (unlocked) before the batch."""
+        self.next_offsets: dict[QueueKey, int] = {}
+        """Each queue's next offset after the batch, as guessed."""
+        self.store_timestamp_ms = _time_ns() // 1_000_000
+
+    def first_offset(self, key: QueueKey) -> int:
+        offset = self.queue_offsets.get(key, 0)
+        self.first_offsets[key] = offset
+        return offset
+
+    def holds(self, segment: CommitLogSegment | None, queue_offsets: dict[QueueKey, int],
+              size_bytes: int) -> bool:
+        """Under the put lock: nothing was appended since the guess and the batch fits."""
+        if segment is None or segment is not self.segment:
+            return False
+        if segment.wrote_position != self.position:
+            return False
+        if segment.size_bytes - self.position < size_bytes + _RESERVE:
+            return False
+        return all(queue_offsets.get(key, 0) == first
+                   for key, first in self.first_offsets.items())
+
+
+class _EncodedBatch:
+    __slots__ = ("blob", "queue_offsets", "sizes", "store_timestamp_offsets")
+
+    def __init__(self) -> None:
+        self.blob = b""
+        self.sizes: list[int] = []
+        self.queue_offsets: list[int] = []
+        self.store_timestamp_offsets: list[int] = []
 
 
 def _all(messages: Sequence[Message], status: PutStatus, reason: str) -> list[PutResult]:

@@ -43,14 +43,27 @@ class MessageEncoder:
         self._born_hosts: dict[str, tuple[bytes, int]] = {}
 
     def encode(self, message: Message) -> tuple[bytes, int]:
-        """Return (record bytes, offset of STORETIMESTAMP within them)."""
+        """Return (record bytes, offset of STORETIMESTAMP within them), with QUEUEOFFSET,
+        PHYSICALOFFSET and STORETIMESTAMP 0 for the put path to stamp under its lock."""
+        parts: list[bytes] = []
+        _, store_timestamp_offset = self.encode_into(parts, message, _time_ns() // 1_000_000,
+                                                     0, 0, 0)
+        return b"".join(parts), store_timestamp_offset
+
+    def encode_into(self, parts: list[bytes], message: Message, now_ms: int, queue_offset: int,
+                    physical_offset: int, store_timestamp_ms: int) -> tuple[int, int]:
+        """Append the record's pieces to `parts` (a batch joins them all at once); return
+        (record size, offset of STORETIMESTAMP).  `now_ms` is the born time when the
+        message has none; the last three are written as given (0, or a batch's prediction
+        of where it will land).  The head is packed in `record.RECORD_FIELDS` order."""
         cached = self._topic_tails.get(message.topic)
         topic_tail, v2 = cached if cached is not None else self._topic_tail(message.topic)
         body = message.body
         if type(body) is not bytes:
             body = _coerce_body(body)
-        if len(body) > self._body_size_max:
-            raise MessageIllegalError(f"body is {len(body)} bytes; the maximum is "
+        body_size = len(body)
+        if body_size > self._body_size_max:
+            raise MessageIllegalError(f"body is {body_size} bytes; the maximum is "
                                       f"{self._body_size_max} (message_body_size_bytes_max)")
         queue_id = message.queue_id
         if type(queue_id) is not int or not 0 <= queue_id <= INT32_MAX:
@@ -59,22 +72,38 @@ class MessageEncoder:
         flag = message.flag
         if flag and (type(flag) is not int or not INT32_MIN <= flag <= INT32_MAX):
             raise MessageIllegalError(f"flag={flag!r} must be a 32-bit int")
+        born_ms = message.born_timestamp_ms
+        if born_ms is None:
+            born_ms = now_ms
+        if (message.properties is None and message.tags is None and not message.keys
+                and message.born_host is None):
+            properties_tail = _EMPTY_PROPERTIES_TAIL  # the common message: no per-field work
+            born_host = store_host = self.store_host
+            layout = self._layouts[self._store_v6, v2]
+        else:
+            properties_tail, born_host, layout = self._uncommon_fields(message, v2=v2)
+            store_host = self.store_host
+        head = layout.head
+        size = head.size + body_size + len(topic_tail) + len(properties_tail)
+        parts += (head.pack(size, layout.magic, _crc32(body) & 0x7FFFFFFF, queue_id, flag,
+                            queue_offset, physical_offset, layout.host_sysflag, born_ms,
+                            born_host[0], born_host[1], store_timestamp_ms, store_host[0],
+                            store_host[1], 0, 0, body_size),
+                  body, topic_tail, properties_tail)
+        return size, layout.store_timestamp_offset
+
+    def _uncommon_fields(self, message: Message, *, v2: bool
+                         ) -> tuple[bytes, tuple[bytes, int], record.RecordLayout]:
+        """Properties tail, born host and layout of a message with properties, tags, keys
+        or its own born host."""
         if message.properties is None and message.tags is None and not message.keys:
             properties_tail = _EMPTY_PROPERTIES_TAIL
         else:
             properties_tail = self._properties_tail(message, v2=v2)
         if message.born_host is None:
-            born_host, born_v6 = self.store_host, self._store_v6
-        else:
-            born_host = self._born_host(message.born_host)
-            born_v6 = len(born_host[0]) == 16
-        layout = self._layouts[born_v6, v2]
-        born_ms = message.born_timestamp_ms
-        if born_ms is None:
-            born_ms = _time_ns() // 1_000_000
-        encoded = layout.encode(queue_id, flag, 0, born_ms, born_host, self.store_host, body,
-                                topic_tail, properties_tail)
-        return encoded, layout.store_timestamp_offset
+            return properties_tail, self.store_host, self._layouts[self._store_v6, v2]
+        born_host = self._born_host(message.born_host)
+        return properties_tail, born_host, self._layouts[len(born_host[0]) == 16, v2]
 
     def _topic_tail(self, topic: object) -> tuple[bytes, bool]:
         try:

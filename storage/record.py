@@ -122,20 +122,6 @@ class RecordLayout:
     def body_offset(self) -> int:
         return self.head.size
 
-    def encode(self, queue_id: int, flag: int, sysflag: int, born_timestamp_ms: int,
-               born_host: tuple[bytes, int], store_host: tuple[bytes, int], body: bytes,
-               topic_tail: bytes, properties_tail: bytes) -> bytes:
-        """Encode with QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP left 0 (the put path
-        stamps them under the lock).  The tails are the length-prefixed topic and
-        properties (`topic_tail`, `properties_tail`); positional for the hot path."""
-        head = self.head
-        total_size = head.size + len(body) + len(topic_tail) + len(properties_tail)
-        return b"".join((
-            head.pack(total_size, self.magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, 0,
-                      0, sysflag | self.host_sysflag, born_timestamp_ms, born_host[0],
-                      born_host[1], 0, store_host[0], store_host[1], 0, 0, len(body)),
-            body, topic_tail, properties_tail))
-
     def topic_tail(self, topic: bytes) -> bytes:
         return self.topic_length.pack(len(topic)) + topic
 
@@ -231,11 +217,19 @@ def encode_record(*, layout: RecordLayout, queue_id: int, flag: int, sysflag: in
                   born_timestamp_ms: int, born_host: tuple[bytes, int],
                   store_host: tuple[bytes, int], body: bytes, topic: bytes,
                   properties: bytes) -> bytes:
-    """Keyword form of `RecordLayout.encode` for code off the hot path (tests, tools)."""
-    encoded = layout.encode(queue_id, flag, sysflag, born_timestamp_ms, born_host, store_host,
-                            body, layout.topic_tail(topic), layout.properties_tail(properties))
-    assert len(encoded) == layout.record_size(body_bytes=len(body), topic_bytes=len(topic),
-                                              properties_bytes=len(properties))
+    """The reference encoder: every field by name, in `RECORD_FIELDS` order, with
+    QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP left 0 (the put path stamps them).
+
+    The put path's encoder (`encoder.MessageEncoder`) packs the same head inline for speed;
+    a test holds the two to identical bytes."""
+    total_size = layout.record_size(body_bytes=len(body), topic_bytes=len(topic),
+                                    properties_bytes=len(properties))
+    head = layout.head.pack(
+        total_size, layout.magic, body_crc(body), queue_id, flag, 0, 0,
+        sysflag | layout.host_sysflag, born_timestamp_ms, born_host[0], born_host[1], 0,
+        store_host[0], store_host[1], 0, 0, len(body))
+    encoded = b"".join((head, body, layout.topic_tail(topic), layout.properties_tail(properties)))
+    assert len(encoded) == total_size
     return encoded
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import itertools
 import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from mqstore.storage import (
     record,
 )
 from mqstore.storage import segment as segment_module
+from mqstore.storage.commitlog import CommitLog
+from mqstore.storage.message import PutResult
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 
@@ -216,3 +219,44 @@ def test_busy_put_lock_is_os_pagecache_busy(store_dir: Path) -> None:
         assert "put_lock_timeout_ms" in result.reason
         assert {r.status for r in batch} == {PutStatus.OS_PAGECACHE_BUSY}
         assert opened.put(Message("B", 0, b"z")).queue_offset == 0
+
+
+def test_concurrent_batches_keep_offsets_exact(store: MessageStore,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches race for the put lock (their unlocked guesses break and are re-stamped):
+    every record must still carry the queue offset and position its result reports."""
+    fallbacks = []
+    restamp = CommitLog._append_batch
+
+    def counting_restamp(self: CommitLog, *arguments: object) -> object:
+        fallbacks.append(1)
+        return restamp(self, *arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CommitLog, "_append_batch", counting_restamp)
+    results: list[list[PutResult]] = [[] for _ in range(6)]
+
+    def produce(producer: int) -> None:
+        queue_id = producer % 2  # three producers share each queue
+        for round_index in range(40):
+            batch = [Message("Race", queue_id, b"%d:%d:%d" % (producer, round_index, i))
+                     for i in range(1 + (producer + round_index) % 7)]
+            results[producer].extend(store.put_batch(batch))
+
+    threads = [threading.Thread(target=produce, args=(p,)) for p in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    flat = [r for per_producer in results for r in per_producer]
+    assert all(r.ok for r in flat)
+    for queue_id in (0, 1):
+        offsets = sorted(r.queue_offset for p, per in enumerate(results)
+                         for r in per if p % 2 == queue_id)
+        assert offsets == list(range(len(offsets)))
+    for result in flat:
+        stored = store.message_at(result.physical_offset)
+        assert stored.queue_offset == result.queue_offset
+        assert stored.store_timestamp_ms == result.store_timestamp_ms
+    stamps = [m.store_timestamp_ms for m in store.iter_messages()]
+    assert stamps == sorted(stamps), "store time follows position"
+    assert fallbacks, "the race must have broken some guesses (the re-stamp path)"
