@@ -101,7 +101,7 @@ class SegmentAllocator:
                 segment = CommitLogSegment.create(
                     self._directory, start_position=start_position,
                     size_bytes=self._config.segment_size_bytes,
-                    method=self._config.preallocate_method,
+                    method=self._config.effective_preallocate_method,
                     warmup=self._config.segment_warmup_enabled)
             except OSError as error:
                 log.error("creating segment %d failed: %s", start_position, error)

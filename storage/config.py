@@ -43,7 +43,9 @@ class PreallocateMethod(enum.Enum):
     """Write zeros with pwrite, then fdatasync."""
     POPULATE = "populate"
     """fallocate, map, MADV_POPULATE_WRITE, fdatasync (zero-fill where the kernel lacks
-    MADV_POPULATE_WRITE): the measured best, see `preallocate.py`."""
+    MADV_POPULATE_WRITE): the measured best for writes through the mapping."""
+    AUTO = "auto"
+    """POPULATE, except FALLOCATE with the pool on under async flush: see `preallocate.py`."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -80,9 +82,8 @@ class StoreConfig:
     returns OS_PAGECACHE_BUSY instead of queueing behind a stalled writer."""
 
     # -- preallocation -------------------------------------------------------------------------
-    preallocate_method: PreallocateMethod = PreallocateMethod.POPULATE
-    """Measured default, see `preallocate.py`: cheapest first write *and* first fsync, and
-    all of its preparation releases the GIL."""
+    preallocate_method: PreallocateMethod = PreallocateMethod.AUTO
+    """Measured default, see `preallocate.py` and `effective_preallocate_method`."""
 
     preallocate_ahead_count: int = 1
     """Segments prepared in the background beyond the one being written (RocketMQ: 1)."""
@@ -187,6 +188,18 @@ class StoreConfig:
     @property
     def flush_sync(self) -> bool:
         return self.flush_mode is FlushMode.SYNC
+
+    @property
+    def effective_preallocate_method(self) -> PreallocateMethod:
+        """AUTO resolved: with the pool on, the put path writes into pool buffers, never
+        through the file mapping, so populating the mapping only costs CPU beside the hot
+        thread; under async flush nothing gains from it either, so blocks are only reserved
+        (FALLOCATE).  Under sync flush, the cheaper fsync of written blocks keeps POPULATE."""
+        if self.preallocate_method is not PreallocateMethod.AUTO:
+            return self.preallocate_method
+        if self.pool_enabled and not self.flush_sync:
+            return PreallocateMethod.FALLOCATE
+        return PreallocateMethod.POPULATE
 
     @classmethod
     def for_small_segments(cls, segment_size_bytes: int, **overrides: object) -> StoreConfig:

@@ -18,9 +18,23 @@ batches over a freshly prepared segment):
      (a 72–75 ms stall per 256 MiB, ~0.4 s per GiB).  The sync at the end of `populate`
      moves that write into the allocator thread.
 
-So `populate` is the default: sparse and fallocate put every fault and extent conversion on
-the hot path (and varied 2–3× between runs); pre-touching with a Python loop holds the GIL
-(the main loop ran at 19% meanwhile) where madvise through ctypes does not.
+So `populate` is the default for writes through the mapping: sparse and fallocate put every
+fault and extent conversion on the hot path (and varied 2–3× between runs); pre-touching
+with a Python loop holds the GIL (the main loop ran at 19% meanwhile) where madvise through
+ctypes does not.  With 18 KB group-commit syncs it writes 5.8× the synced bytes to the
+device, like sparse (6.0×), where 1 MiB zero-fill writes 59×.
+
+With the transient store pool on, the put path writes into pool buffers and the commit
+service pwrites into the file, so a populated mapping buys the hot path nothing and its
+preparation (zeroing and syncing a whole segment) competes with it.  Engine put_batch of
+1 KiB messages, pool on, async flush, 256 MiB segments, medians of 3 (noisy: ranges beside):
+
+    populate    386,691 msg/s  (382,709–569,078)
+    fallocate   710,584 msg/s  (585,893–730,127)
+    none        698,677 msg/s  (620,911–758,114)
+
+So `auto` (the default) uses fallocate with the pool on under async flush: it still reserves
+the blocks, so a full disk is found by the allocator and not by the commit service.
 
 All preparation runs in the allocator's background thread and releases the GIL: zero-fill is
 `os.pwrite` of 1 MiB chunks, fallocate is one syscall, and the optional warm-up is
@@ -55,6 +69,7 @@ _libc.mlock.restype = ctypes.c_int
 
 def prepare_file(fd: int, size_bytes: int, method: PreallocateMethod) -> None:
     """Give the file its full size and, per `method`, its blocks (before it is mapped)."""
+    assert method is not PreallocateMethod.AUTO, "resolve AUTO with the store's config"
     os.ftruncate(fd, size_bytes)
     if method in (PreallocateMethod.FALLOCATE, PreallocateMethod.POPULATE):
         os.posix_fallocate(fd, 0, size_bytes)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.storage import PreallocateMethod, StoreFormatError
+from mqstore.storage import FlushMode, PreallocateMethod, StoreFormatError
 from mqstore.storage.segment import CommitLogSegment, parse_segment_name, segment_name
+from tests.conftest import small_config
 
 SIZE = 64 * 1024
 
@@ -24,7 +25,10 @@ def test_names_are_twenty_digit_start_positions() -> None:
     assert parse_segment_name("0000000000107374182x") is None
 
 
-@pytest.mark.parametrize("method", list(PreallocateMethod))
+CONCRETE_METHODS = [m for m in PreallocateMethod if m is not PreallocateMethod.AUTO]
+
+
+@pytest.mark.parametrize("method", CONCRETE_METHODS)
 @pytest.mark.parametrize("warmup", [False, True])
 def test_create_gives_a_full_size_zeroed_file(tmp_path: Path, method: PreallocateMethod,
                                               warmup: bool) -> None:
@@ -75,3 +79,13 @@ def test_reopen_refuses_a_wrong_size(tmp_path: Path) -> None:
     segment.close()
     with pytest.raises(StoreFormatError, match="segment_size_bytes is 4096"):
         CommitLogSegment.open_existing(segment.path, size_bytes=4096)
+
+
+def test_auto_preallocation_follows_the_write_path() -> None:
+    assert small_config().effective_preallocate_method is PreallocateMethod.POPULATE
+    assert small_config(pool_enabled=True).effective_preallocate_method \
+        is PreallocateMethod.FALLOCATE
+    assert small_config(pool_enabled=True, flush_mode=FlushMode.SYNC
+                        ).effective_preallocate_method is PreallocateMethod.POPULATE
+    assert small_config(preallocate_method=PreallocateMethod.NONE
+                        ).effective_preallocate_method is PreallocateMethod.NONE
