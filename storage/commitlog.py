@@ -65,7 +65,6 @@ class CommitLog:
         self._allocator = allocator
         self._pool = pool
         encoder = MessageEncoder(config)
-        self._encode = encoder.encode
         self._encode_into = encoder.encode_into
         self.store_host_packed = encoder.store_host_packed
         self.queue_offsets = queue_offsets
@@ -83,11 +82,13 @@ class CommitLog:
     def put(self, message: Message) -> PutResult:
         if self.refused_reason is not None:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, reason=self.refused_reason)
+        parts: list[bytes] = []
         try:
-            encoded, store_timestamp_offset = self._encode(message)
+            size, store_timestamp_offset = self._encode_into(parts, message,
+                                                             _time_ns() // 1_000_000, 0, 0, 0)
         except MessageIllegalError as error:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, reason=str(error))
-        size = len(encoded)
+        encoded = b"".join(parts)
         if not self._put_lock.acquire(True, self._put_lock_timeout_s):
             return _busy(self._config)
         try:
@@ -132,20 +133,20 @@ class CommitLog:
             return _all(messages, PutStatus.SERVICE_NOT_AVAILABLE, self.refused_reason)
         guess = _Guess(self._active, self.queue_offsets)
         try:
-            batch = self._encode_batch(messages, guess)
+            blob, results = self._encode_batch(messages, guess)
         except MessageIllegalError as error:
             return _all(messages, PutStatus.MESSAGE_ILLEGAL, str(error))
-        if len(batch.blob) > self._config.put_batch_size_bytes_max:
+        if len(blob) > self._config.put_batch_size_bytes_max:
             return _all(messages, PutStatus.MESSAGE_ILLEGAL,
-                        f"batch is {len(batch.blob)} bytes encoded; the maximum is "
+                        f"batch is {len(blob)} bytes encoded; the maximum is "
                         f"{self._config.put_batch_size_bytes_max} (put_batch_size_bytes_max)")
         if not self._put_lock.acquire(True, self._put_lock_timeout_s):
             return [_busy(self._config) for _ in messages]
         try:
-            if guess.holds(self._active, self.queue_offsets, len(batch.blob)):
-                results = self._append_as_guessed(batch, guess)
+            if guess.holds(self._active, self.queue_offsets, len(blob)):
+                self._append_as_guessed(blob, guess)
             else:
-                results = self._append_batch(messages, batch)
+                self._append_and_restamp(messages, blob, results)
         except _Refused as refused:
             return _all(messages, refused.status, refused.reason)
         finally:
@@ -154,15 +155,17 @@ class CommitLog:
             self.after_append()
         return results
 
-    def _encode_batch(self, messages: Sequence[Message], guess: _Guess) -> _EncodedBatch:
+    def _encode_batch(self, messages: Sequence[Message],
+                      guess: _Guess) -> tuple[bytes, list[PutResult]]:
+        """Encode every record stamped as the guess predicts; the results carry the
+        predicted offsets (corrected in place if the guess breaks)."""
         parts: list[bytes] = []
-        batch = _EncodedBatch()
-        sizes, offsets, store_timestamp_offsets = (batch.sizes, batch.queue_offsets,
-                                                   batch.store_timestamp_offsets)
+        results: list[PutResult] = []
         encode_into = self._encode_into
         now_ms = guess.store_timestamp_ms
         physical = guess.physical_offset
         next_offsets = guess.next_offsets
+        host = self.store_host_packed
         key: QueueKey | None = None
         next_offset = 0
         for message in messages:
@@ -174,43 +177,31 @@ class CommitLog:
                 if next_offset < 0:
                     next_offset = guess.first_offset(key)
             try:
-                size, store_timestamp_offset = encode_into(parts, message, now_ms, next_offset,
-                                                           physical, now_ms)
+                size, _ = encode_into(parts, message, now_ms, next_offset, physical, now_ms)
             except MessageIllegalError as error:
-                raise MessageIllegalError(f"message {len(sizes)} of the batch: {error}") from None
-            sizes.append(size)
-            offsets.append(next_offset)
-            store_timestamp_offsets.append(store_timestamp_offset)
+                raise MessageIllegalError(
+                    f"message {len(results)} of the batch: {error}") from None
+            results.append(PutResult(_PUT_OK, physical, next_offset, now_ms, size, "", host))
             next_offset += 1
             physical += size
         assert key is not None
         next_offsets[key] = next_offset
-        batch.blob = b"".join(parts)
-        return batch
+        return b"".join(parts), results
 
-    def _append_as_guessed(self, batch: _EncodedBatch, guess: _Guess) -> list[PutResult]:
+    def _append_as_guessed(self, blob: bytes, guess: _Guess) -> None:
         """Under the put lock, the guess verified: the records are stamped already."""
         segment = guess.segment
         assert segment is not None
         start = guess.position
-        blob = batch.blob
         segment.write_target[start:start + len(blob)] = blob
         segment.wrote_position = start + len(blob)
         self.queue_offsets.update(guess.next_offsets)
         self._queue.last_store_timestamp_ms = guess.store_timestamp_ms
-        host = self.store_host_packed
-        timestamp = guess.store_timestamp_ms
-        physical = guess.physical_offset
-        results = []
-        for size, queue_offset in zip(batch.sizes, batch.queue_offsets, strict=True):
-            results.append(PutResult(_PUT_OK, physical, queue_offset, timestamp, size, "", host))
-            physical += size
-        return results
 
-    def _append_batch(self, messages: Sequence[Message],
-                      batch: _EncodedBatch) -> list[PutResult]:
-        """Under the put lock, the guess broken: one copy, then stamp each record in place."""
-        blob = batch.blob
+    def _append_and_restamp(self, messages: Sequence[Message], blob: bytes,
+                            results: list[PutResult]) -> None:
+        """Under the put lock, the guess broken (another writer came first): one copy, then
+        stamp each record in place and correct its result."""
         segment = self._active
         if segment is None or segment.size_bytes - segment.wrote_position < len(blob) + _RESERVE:
             segment = self._roll()
@@ -219,27 +210,23 @@ class CommitLog:
         target[start:start + len(blob)] = blob
         store_timestamp_ms = _time_ns() // 1_000_000
         queue_offsets = self.queue_offsets
-        host = self.store_host_packed
-        pack_offsets = _OFFSETS.pack_into
-        pack_timestamp = _TIMESTAMP.pack_into
         position = start
         physical = segment.start_position + start
-        results = []
-        for message, size, store_timestamp_offset in zip(
-                messages, batch.sizes, batch.store_timestamp_offsets, strict=True):
+        for message, result in zip(messages, results, strict=True):
             key = (message.topic, message.queue_id)
             queue_offset = queue_offsets.get(key, 0)
             queue_offsets[key] = queue_offset + 1
-            pack_offsets(target, position + 20, queue_offset, physical)
-            pack_timestamp(target, position + store_timestamp_offset, store_timestamp_ms)
-            results.append(PutResult(_PUT_OK, physical, queue_offset, store_timestamp_ms, size,
-                                     "", host))
-            position += size
-            physical += size
+            _OFFSETS.pack_into(target, position + 20, queue_offset, physical)
+            _TIMESTAMP.pack_into(target, position + _store_timestamp_offset(target, position),
+                                 store_timestamp_ms)
+            result.physical_offset = physical
+            result.queue_offset = queue_offset
+            result.store_timestamp_ms = store_timestamp_ms
+            position += result.size_bytes
+            physical += result.size_bytes
         assert position == start + len(blob)
         segment.wrote_position = position
         self._queue.last_store_timestamp_ms = store_timestamp_ms
-        return results
 
     # -- segments ----------------------------------------------------------------------------
     def _roll(self) -> CommitLogSegment:
@@ -318,14 +305,12 @@ class _Guess:
                    for key, first in self.first_offsets.items())
 
 
-class _EncodedBatch:
-    __slots__ = ("blob", "queue_offsets", "sizes", "store_timestamp_offsets")
-
-    def __init__(self) -> None:
-        self.blob = b""
-        self.sizes: list[int] = []
-        self.queue_offsets: list[int] = []
-        self.store_timestamp_offsets: list[int] = []
+def _store_timestamp_offset(buffer: mmap.mmap, position: int) -> int:
+    """Where STORETIMESTAMP sits in the record at `position` (after a 4- or 16-byte born
+    host, per its SYSFLAG)."""
+    sysflag = int.from_bytes(buffer[position + 36:position + 40], "big")
+    layout = record.LAYOUTS[bool(sysflag & record.SysFlag.BORN_HOST_V6), False, False]
+    return layout.store_timestamp_offset
 
 
 def _all(messages: Sequence[Message], status: PutStatus, reason: str) -> list[PutResult]:

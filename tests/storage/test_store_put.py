@@ -226,13 +226,13 @@ def test_concurrent_batches_keep_offsets_exact(store: MessageStore,
     """Batches race for the put lock (their unlocked guesses break and are re-stamped):
     every record must still carry the queue offset and position its result reports."""
     fallbacks = []
-    restamp = CommitLog._append_batch
+    restamp = CommitLog._append_and_restamp
 
     def counting_restamp(self: CommitLog, *arguments: object) -> object:
         fallbacks.append(1)
         return restamp(self, *arguments)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(CommitLog, "_append_batch", counting_restamp)
+    monkeypatch.setattr(CommitLog, "_append_and_restamp", counting_restamp)
     results: list[list[PutResult]] = [[] for _ in range(6)]
 
     def produce(producer: int) -> None:
