@@ -9,7 +9,6 @@ from .config import FlushMode, PreallocateMethod, StoreConfig
 from .errors import (
     BufferPoolExhausted,
     ConfigError,
-    CorruptRecordError,
     MessageIllegalError,
     SegmentCreateError,
     StoreClosedError,
@@ -28,7 +27,6 @@ __all__ = [
     "BufferPoolExhausted",
     "CheckpointState",
     "ConfigError",
-    "CorruptRecordError",
     "FlushMode",
     "Message",
     "MessageIllegalError",

@@ -35,15 +35,5 @@ class SegmentCreateError(StoreError):
     """A segment file could not be created, preallocated or mapped in time."""
 
 
-class CorruptRecordError(StoreError):
-    """A record failed validation; carries where and why."""
-
-    def __init__(self, *, path: str, physical_offset: int, reason: str) -> None:
-        super().__init__(f"{path}: corrupt record at physical offset {physical_offset}: {reason}")
-        self.path = path
-        self.physical_offset = physical_offset
-        self.reason = reason
-
-
 class StoreFormatError(StoreError):
     """The directory does not hold a store this engine can open (wrong sizes, bad names)."""

@@ -36,12 +36,11 @@ class CommitService(ServiceThread):
     name = "commit"
 
     def __init__(self, queue: SegmentQueue, pool: TransientStorePool, config: StoreConfig, *,
-                 on_committed: Callable[[], None], on_fatal: FatalHandler) -> None:
+                 on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
         self._queue = queue
         self._pool = pool
         self._config = config
-        self._on_committed = on_committed
         self._last_commit_ms = _monotonic_ms()
 
     def run_once(self) -> None:
@@ -52,7 +51,6 @@ class CommitService(ServiceThread):
             pages_min = 0
         if self._queue.commit(pages_min=pages_min, return_buffer=self._pool.give_back):
             self._last_commit_ms = now_ms
-            self._on_committed()
         self.wait_for_running(config.commit_interval_ms)
 
     def commit_now(self) -> bool:

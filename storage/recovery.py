@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-from pathlib import Path
 
 from . import record
 from .checkpoint import CheckpointState, CheckpointValues
@@ -186,8 +185,3 @@ def _written_end(segments: list[CommitLogSegment]) -> int:
             return segment.start_position + end
     return segments[0].start_position if segments else 0
 
-
-def describe(report: RecoveryReport, directory: Path) -> str:
-    return (f"{directory}: recovery {report.mode.value}, log ends at {report.end_position}, "
-            f"{report.truncated_bytes} bytes truncated, "
-            f"{len(report.deleted_segments)} segments deleted")

@@ -117,7 +117,7 @@ class MessageStore:
         config, queue = self.config, self._queue
         if self.pool is not None:
             self._commit_service = CommitService(queue, self.pool, config,
-                                                 on_committed=_nothing, on_fatal=self._on_fatal)
+                                                 on_fatal=self._on_fatal)
             self._services.append(self._commit_service)
             self._commitlog.after_append = self._commit_service.wakeup
         if config.flush_sync:
@@ -344,6 +344,3 @@ def _segment_messages(segment: CommitLogSegment, position: int,
                                 f"{physical}: {check.reason or check.status.value}")
     return segment.start_position + relative
 
-
-def _nothing() -> None:
-    return None
