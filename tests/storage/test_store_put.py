@@ -19,7 +19,7 @@ from mqstore.storage import (
     StoreConfig,
     record,
 )
-from mqstore.storage import segment as segment_module
+from mqstore.storage import mapped_file as segment_module
 from mqstore.storage.commitlog import CommitLog
 from mqstore.storage.message import PutResult
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
