@@ -37,3 +37,12 @@ class SegmentCreateError(StoreError):
 
 class StoreFormatError(StoreError):
     """The directory does not hold a store this engine can open (wrong sizes, bad names)."""
+
+
+class IndexFileFormatError(StoreFormatError):
+    """An index file whose size or header does not fit the configured `hash_slot_count` and
+    `index_count_max` (written with other settings, truncated, or a corrupt header)."""
+
+
+class IndexFileCreateError(StoreError):
+    """A new index file could not be created, preallocated or mapped (full disk, name taken)."""
