@@ -18,9 +18,10 @@ from .errors import (
     TopicNameError,
 )
 from .message import Message, PutResult, PutStatus, StoredMessage
+from .reads import GetResult, GetStatus, NoRecordError
 from .record import SysFlag
 from .recovery import RecoveryMode, RecoveryReport
-from .store import MessageStore, NoRecordError
+from .store import MessageStore
 from .topic import validate_topic
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "CheckpointState",
     "ConfigError",
     "FlushMode",
+    "GetResult",
+    "GetStatus",
     "Message",
     "MessageIllegalError",
     "MessageStore",

@@ -23,6 +23,7 @@ import dataclasses
 import enum
 import os
 import struct
+import threading
 import zlib
 from pathlib import Path
 
@@ -70,15 +71,18 @@ class Checkpoint:
         self.values, self.state = read_checkpoint(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._last_written: bytes | None = None
+        self._lock = threading.Lock()
+        """The log's flush service and the queues' flush service both write it."""
 
     def write(self) -> None:
-        page = encode_checkpoint(self.values)
-        if page == self._last_written:
-            return
-        written = os.pwrite(self._fd, page, 0)
-        assert written == CHECKPOINT_FILE_SIZE_BYTES
-        os.fdatasync(self._fd)
-        self._last_written = page
+        with self._lock:
+            page = encode_checkpoint(self.values)
+            if page == self._last_written:
+                return
+            written = os.pwrite(self._fd, page, 0)
+            assert written == CHECKPOINT_FILE_SIZE_BYTES
+            os.fdatasync(self._fd)
+            self._last_written = page
 
     def close(self) -> None:
         os.close(self._fd)

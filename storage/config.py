@@ -142,6 +142,54 @@ class StoreConfig:
     checkpoint_interval_ms: int = 1000
     """How often the flush service persists the checkpoint after a flush moved it."""
 
+    # -- consume queues and dispatch -------------------------------------------------------------
+    consume_queue_file_size_bytes: int = 6_000_000
+    """`mappedFileSizeConsumeQueue`: 300,000 entries of 20 bytes per file."""
+
+    dispatch_enabled: bool = True
+    """Build consume queues (and the index) in this process.  The writer service turns it off
+    when a separate indexer process dispatches the same directory."""
+
+    dispatch_interval_ms: int = 1
+    """Dispatch's poll when caught up (RocketMQ's reput sleeps 1 ms): a 1 ms pause bounds the
+    notice latency without a wakeup on the put path."""
+
+    dispatch_retry_interval_ms: int = 1000
+    """Retry period of a dispatch stalled by a full disk (RocketMQ retries a failed consume
+    queue write every 1 s)."""
+
+    dispatch_records_per_pass_max: int = 10_000
+    """Records per dispatch pass: bounds how long notices wait behind a large backlog."""
+
+    queue_flush_interval_ms: int = 1000
+    """`flushIntervalConsumeQueue`."""
+
+    queue_flush_pages_min: int = 2
+    """`flushConsumeQueueLeastPages`."""
+
+    queue_flush_thorough_interval_ms: int = 60_000
+    """`flushConsumeQueueThoroughInterval`: also persists the checkpoint's queue time."""
+
+    get_transfer_count_max: int = 32
+    """`maxTransferCountOnMessageInMemory`: messages one `get` returns at most."""
+
+    get_transfer_bytes_max: int = 256 * 1024
+    """`maxTransferBytesOnMessageInMemory`: record bytes one `get` returns at most (the first
+    message is returned whatever its size)."""
+
+    # -- index ---------------------------------------------------------------------------------
+    index_enabled: bool = True
+    """`messageIndexEnable`: index KEYS and UNIQ_KEY for `query_by_key`."""
+
+    index_hash_slot_count: int = 5_000_000
+    """`maxHashSlotNum`: hash slots per index file (4 bytes each)."""
+
+    index_count_max: int = 20_000_000
+    """`maxIndexNum`: entries per index file (20 bytes each): 420,000,040-byte files."""
+
+    index_query_results_max: int = 64
+    """`maxMsgsNumBatch`: the most messages one key query returns."""
+
     # -- recovery and shutdown -------------------------------------------------------------------
     recovery_segments_max: int = 3
     """Normal (clean-shutdown) recovery validates with CRC only the last N segments (RocketMQ:
@@ -156,9 +204,18 @@ class StoreConfig:
                         "pool_buffer_count", "commit_interval_ms", "commit_thorough_interval_ms",
                         "flush_interval_ms", "flush_thorough_interval_ms",
                         "sync_flush_timeout_ms", "checkpoint_interval_ms",
-                        "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max")
+                        "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
+                        "consume_queue_file_size_bytes", "dispatch_interval_ms",
+                        "dispatch_records_per_pass_max", "dispatch_retry_interval_ms",
+                        "queue_flush_interval_ms",
+                        "queue_flush_thorough_interval_ms", "get_transfer_count_max",
+                        "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
+                        "index_query_results_max")
         _check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
-                            "preallocate_ahead_count")
+                            "preallocate_ahead_count", "queue_flush_pages_min")
+        if self.consume_queue_file_size_bytes % 20:
+            raise ConfigError(f"consume_queue_file_size_bytes={self.consume_queue_file_size_bytes}"
+                              f" must be a multiple of the 20-byte entry")
         if self.segment_size_bytes % PAGE_SIZE_BYTES:
             raise ConfigError(f"segment_size_bytes={self.segment_size_bytes} must be a multiple "
                               f"of the {PAGE_SIZE_BYTES}-byte page")
@@ -210,6 +267,9 @@ class StoreConfig:
             "message_body_size_bytes_max": segment_size_bytes // 4,
             "properties_size_bytes_max": min(32767, segment_size_bytes // 16),
             "put_batch_size_bytes_max": segment_size_bytes // 2,
+            "consume_queue_file_size_bytes": 20 * 1024,
+            "index_hash_slot_count": 1024,
+            "index_count_max": 4096,
         }
         fields.update(overrides)
         return cls(**fields)  # type: ignore[arg-type]

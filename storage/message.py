@@ -101,7 +101,7 @@ class StoredMessage:
                  "queue_offset", "reconsume_times", "store_host", "store_timestamp_ms",
                  "sysflag", "topic", "total_size")
 
-    def __init__(self, head: record.RecordHead, *, body: bytes, topic: str,
+    def __init__(self, head: record.RecordHead, *, body: bytes | memoryview, topic: str,
                  properties: dict[str, str]) -> None:
         self.total_size = head.total_size
         self.magic = head.magic

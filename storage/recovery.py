@@ -10,9 +10,11 @@ Every startup is one row of this decision table (`plan_recovery`):
 |          |              |                  |          | store time ≤ checkpoint min time − 3 s   |
 | some     | any          | missing/corrupt  | FULL     | the first segment                        |
 
-Then one forward pass over every segment (`scan_log`): records before the verified window
-are checked structurally (magic, sizes, position) to rebuild each queue's next offset; from the
-window on, each record's body CRC is checked too.  The first record that fails inside the
+Then one forward pass (`scan_log`) from the segment where the consume queues end (or the
+verified window, if that starts earlier; segments below both are not read): records before
+the window are checked structurally (magic, sizes, position) to find each queue's next
+offset beyond what the consume queues hold; from the window on, each record's body CRC is
+checked too.  The first record that fails inside the
 window ends the log: its segment is cut there (and the rest of it zeroed) and every later
 segment is deleted.  A failure before the window is reported, not acted on (RocketMQ does
 not look there either).  `recover()` returns a report with the bytes truncated.
@@ -83,9 +85,12 @@ def _abnormal_start(segments: list[CommitLogSegment], min_timestamp_ms: int) -> 
 
 
 def recover(queue: SegmentQueue, report: RecoveryReport,
-            queue_offsets: dict[tuple[str, int], int]) -> RecoveryReport:
-    """Scan, rebuild `queue_offsets`, truncate; fills in and returns `report`."""
-    end_position, old_end = scan_log(queue.segments, report, queue_offsets)
+            queue_offsets: dict[tuple[str, int], int], *,
+            scan_from_position: int) -> RecoveryReport:
+    """Scan, rebuild `queue_offsets` (for records from `scan_from_position` on), truncate;
+    fills in and returns `report`."""
+    end_position, old_end = scan_log(queue.segments, report, queue_offsets,
+                                     scan_from_position=scan_from_position)
     report.end_position = end_position
     report.truncated_bytes = max(0, old_end - end_position)
     deleted = queue.truncate_after(end_position) if queue.segments else []
@@ -98,11 +103,15 @@ def recover(queue: SegmentQueue, report: RecoveryReport,
 
 
 def scan_log(segments: list[CommitLogSegment], report: RecoveryReport,
-             queue_offsets: dict[tuple[str, int], int]) -> tuple[int, int]:
+             queue_offsets: dict[tuple[str, int], int], *,
+             scan_from_position: int) -> tuple[int, int]:
     """Return (end of the valid log, end of whatever was written before the crash)."""
     end_position = segments[0].start_position if segments else 0
     for index, segment in enumerate(segments):
         verify = index >= report.verify_from_segment
+        if not verify and segment.end_position <= scan_from_position:
+            end_position = segment.end_position  # the consume queues hold its records
+            continue
         outcome = _scan_segment(segment, verify_crc=verify, report=report,
                                 queue_offsets=queue_offsets)
         if outcome.ok_through_end:

@@ -14,48 +14,41 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 
-from . import record
+from . import reads, record
 from .allocator import SegmentAllocator
-from .checkpoint import Checkpoint
 from .commitlog import CommitLog
+from .commitlog_reader import CommitLogReader
 from .config import StoreConfig
+from .dispatch import Dispatcher, DispatchService, Listener
 from .errors import StoreClosedError, StoreError
 from .flush import AsyncFlushService, CommitService, GroupCommitService
-from .lockfile import AbortMarker, StoreLock
 from .message import Message, PutResult, PutStatus, StoredMessage, decode_stored
 from .pool import TransientStorePool
-from .recovery import RecoveryReport, plan_recovery, recover
-from .segment import CommitLogSegment
-from .segment_queue import SegmentQueue
+from .queue_flush import QueueFlushService
+from .reads import GetResult, NoRecordError
 from .service_thread import ServiceThread
+from .startup import OpenedStore, open_directory
 
 log = logging.getLogger(__name__)
-
-COMMITLOG_DIRECTORY = "commitlog"
-
-
-class NoRecordError(StoreError, LookupError):
-    """No readable record starts at the given physical offset."""
-
 
 class MessageStore:
     """An open store.  Use `MessageStore.open(directory, config)`; close with `close()`."""
 
-    def __init__(self, directory: Path, config: StoreConfig, *, lock: StoreLock,
-                 abort: AbortMarker, checkpoint: Checkpoint, queue: SegmentQueue,
-                 report: RecoveryReport, queue_offsets: dict[tuple[str, int], int]) -> None:
+    def __init__(self, directory: Path, config: StoreConfig, opened: OpenedStore) -> None:
         self.directory = directory
         self.config = config
-        self.recovery_report = report
-        self._lock = lock
-        self._abort = abort
-        self._checkpoint = checkpoint
-        self._queue = queue
+        self.recovery_report = opened.report
+        self._lock = opened.lock
+        self._abort = opened.abort
+        self._checkpoint = opened.checkpoint
+        self._queue = opened.queue
+        self._queues = opened.queues
+        self._index = opened.index
         self._closed = False
         self._failure: str | None = None
         self._last_checkpoint_ms = 0.0
@@ -63,54 +56,46 @@ class MessageStore:
                                         buffer_size_bytes=config.segment_size_bytes,
                                         lock_memory=config.pool_lock_memory)
                      if config.pool_enabled else None)
-        self._allocator = SegmentAllocator(queue.directory, config)
-        self._commitlog = CommitLog(queue, config, allocator=self._allocator, pool=self.pool,
-                                    queue_offsets=queue_offsets)
-        last = queue.last
+        self._allocator = SegmentAllocator(self._queue.directory, config)
+        self._commitlog = CommitLog(self._queue, config, allocator=self._allocator,
+                                    pool=self.pool, queue_offsets=opened.queue_offsets)
+        last = self._queue.last
         if last is None or last.is_full:  # have the first segment ready before the first put
-            self._allocator.prepare(last.end_position if last else queue.min_position)
+            self._allocator.prepare(last.end_position if last else self._queue.min_position)
+        self._reader = CommitLogReader(self._queue.directory,
+                                       segment_size_bytes=config.segment_size_bytes)
+        self._dispatcher = Dispatcher(self._reader, self._queues, index=self._index,
+                                      reput_from=opened.reput_from,
+                                      records_per_pass_max=config.dispatch_records_per_pass_max)
         self._services: list[ServiceThread] = []
         self._commit_service: CommitService | None = None
         self._group_commit: GroupCommitService | None = None
+        self._dispatch_service: DispatchService | None = None
         self._start_services()
 
     # -- open and close --------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: str | Path, config: StoreConfig | None = None) -> MessageStore:
+    def open(cls, directory: str | Path, config: StoreConfig | None = None, *,
+             listener: Listener | None = None) -> MessageStore:
+        """Open (creating if needed) and recover the store in `directory`.  `listener` gets
+        the batched "queue advanced" notices of in-process dispatch."""
         config = config or StoreConfig()
         directory = Path(directory)
-        (directory / COMMITLOG_DIRECTORY).mkdir(parents=True, exist_ok=True)
-        lock = StoreLock(directory / "lock")
-        lock.acquire()
+        opened = open_directory(directory, config)
         try:
-            abort = AbortMarker(directory / "abort")
-            checkpoint = Checkpoint(directory / "checkpoint")
-            queue = SegmentQueue(directory / COMMITLOG_DIRECTORY,
-                                 segment_size_bytes=config.segment_size_bytes,
-                                 pooled=config.pool_enabled)
-            try:
-                queue.load()
-                report = plan_recovery(queue.segments, abort_present=abort.present,
-                                       checkpoint_state=checkpoint.state,
-                                       checkpoint=checkpoint.values,
-                                       recovery_segments_max=config.recovery_segments_max)
-                queue_offsets: dict[tuple[str, int], int] = {}
-                recover(queue, report, queue_offsets)
-            except BaseException:
-                queue.close()
-                checkpoint.close()
-                raise
-            queue.last_store_timestamp_ms = report.last_store_timestamp_ms
-            queue.committed_store_timestamp_ms = report.last_store_timestamp_ms
-            queue.flushed_store_timestamp_ms = report.last_store_timestamp_ms
-            store = cls(directory, config, lock=lock, abort=abort, checkpoint=checkpoint,
-                        queue=queue, report=report, queue_offsets=queue_offsets)
+            store = cls(directory, config, opened)
         except BaseException:
-            lock.release()
+            for close in (opened.queue.close, opened.queues.close, opened.checkpoint.close):
+                close()
+            if opened.index is not None:
+                opened.index.close()
+            opened.lock.release()
             raise
-        abort.create()
-        log.info("opened %s: recovery %s, log [%d, %d)", directory, report.mode.value,
-                 queue.min_position, queue.max_position)
+        if store._dispatch_service is not None:
+            store._dispatch_service.listener = listener
+        opened.abort.create()
+        log.info("opened %s: recovery %s, log [%d, %d)", directory, opened.report.mode.value,
+                 store.min_position, store.max_position)
         return store
 
     def _start_services(self) -> None:
@@ -129,6 +114,19 @@ class MessageStore:
         else:
             self._services.append(AsyncFlushService(queue, config, on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal))
+        if config.dispatch_enabled:
+            self._dispatch_service = DispatchService(
+                self._dispatcher, config, readable_end=lambda: self._queue.max_position,
+                min_position=lambda: self._queue.min_position, listener=None,
+                on_fatal=self._on_fatal)
+            # RocketMQ's start() also waits for reput to catch up: reads after open see
+            # every message recovered.
+            self._dispatch_service.catch_up()
+            self._services.append(self._dispatch_service)
+        self._services.append(QueueFlushService(
+            self._queues, config,
+            dispatched_store_timestamp_ms=lambda: self._dispatcher.last_store_timestamp_ms,
+            on_thorough_flush=self._on_queues_flushed, on_fatal=self._on_fatal))
         for service in self._services:
             service.start()
 
@@ -139,12 +137,17 @@ class MessageStore:
             return
         self._closed = True
         self._commitlog.refused_reason = self._commitlog.refused_reason or "store is closed"
-        for service in self._services:  # commit first, then flush: the creation order
+        # Creation order: commit, flush, dispatch (catches up), queue flush (thorough).
+        for service in self._services:
             service.stop()
         self._allocator.close()
         clean = self._failure is None
         if clean:
             self._on_flushed(force=True)
+        if self._index is not None:
+            self._index.close()
+        self._reader.close()
+        self._queues.close()
         self._queue.close()
         self._checkpoint.close()
         if self.pool is not None:
@@ -257,9 +260,61 @@ class MessageStore:
             if segment is None or not segment.hold():
                 return
             try:
-                position = yield from _segment_messages(segment, position, end)
+                position = yield from reads.segment_messages(segment, position, end)
             finally:
                 segment.release()
+
+    def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
+            tags: Sequence[str] | None = None) -> GetResult:
+        """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
+        the result when done.  `tags` filters by tag hash, then by exact tag."""
+        self._check_open()
+        return reads.get(self._queues.get(topic, queue_id), offset, max_messages, tags=tags,
+                         find_segment=self._queue.find,
+                         transfer_count_max=self.config.get_transfer_count_max,
+                         transfer_bytes_max=self.config.get_transfer_bytes_max)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get(topic, queue_id)
+        return queue.min_offset if queue is not None else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The next offset of the queue (exclusive), as dispatched so far."""
+        queue = self._queues.get(topic, queue_id)
+        return queue.max_offset if queue is not None else 0
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first queue offset whose message was stored at or after `timestamp_ms` (the
+        max offset if none was): where a consumer seeking to a time starts."""
+        self._check_open()
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return 0
+        return reads.offset_by_time(queue, timestamp_ms, find_segment=self._queue.find)
+
+    def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
+                     max_messages: int = 32) -> list[StoredMessage]:
+        """Messages of `topic` whose KEYS (or UNIQ_KEY) include `key`, stored within
+        [begin_ms, end_ms], oldest first.  Exact: a hash collision is never returned."""
+        self._check_open()
+        if self._index is None:
+            raise StoreError("the index is disabled (index_enabled=false)")
+        matches = reads.key_matcher(topic, key, message_at=self._message_at_or_none)
+        positions = self._index.query(topic=topic, key=key, begin_ms=begin_ms,
+                                      end_ms=(1 << 62) if end_ms is None else end_ms,
+                                      max_results=max_messages, key_matches=matches)
+        return [self.message_at(position) for position in positions]
+
+    def _message_at_or_none(self, physical_offset: int) -> StoredMessage | None:
+        try:
+            return self.message_at(physical_offset)
+        except NoRecordError:
+            return None
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        """Readable commit log bytes not yet in the consume queues and the index."""
+        return max(0, self.max_position - self._dispatcher.reput_from)
 
     # -- state --------------------------------------------------------------------------
     @property
@@ -318,29 +373,15 @@ class MessageStore:
         self._last_checkpoint_ms = now_ms
         values = self._checkpoint.values
         values.physic_msg_timestamp_ms = self._queue.flushed_store_timestamp_ms
-        # Until consume queues exist the log is the only structure recovery rebuilds from,
-        # so the queues' watermark is the log's.
-        values.logics_msg_timestamp_ms = values.physic_msg_timestamp_ms
         values.master_flushed_offset = self._queue.flushed_where
         self._checkpoint.write()
 
-
-def _segment_messages(segment: CommitLogSegment, position: int,
-                      end: int) -> Generator[StoredMessage, None, int]:
-    """Yield the records of one held segment from `position`; return where the scan ended."""
-    limit = min(segment.read_position, end - segment.start_position)
-    relative = position - segment.start_position
-    while relative < limit:
-        physical = segment.start_position + relative
-        check = record.check_record(segment.mapping, relative, limit=segment.size_bytes,
-                                    expected_physical_offset=physical, verify_crc=False)
-        if check.status is record.RecordCheck.OK:
-            yield decode_stored(segment.mapping, relative)
-            relative += check.size_bytes
-        elif check.status is record.RecordCheck.BLANK:
-            return segment.end_position
-        else:
-            raise NoRecordError(f"{segment.path}: unreadable record at physical offset "
-                                f"{physical}: {check.reason or check.status.value}")
-    return segment.start_position + relative
-
+    def _on_queues_flushed(self, covered_store_timestamp_ms: int) -> None:
+        """After a thorough consume queue (and index) sync: record how far they are safe."""
+        if self._index is not None:
+            self._index.flush()
+        values = self._checkpoint.values
+        if covered_store_timestamp_ms:
+            values.logics_msg_timestamp_ms = covered_store_timestamp_ms
+            values.index_msg_timestamp_ms = covered_store_timestamp_ms
+        self._checkpoint.write()

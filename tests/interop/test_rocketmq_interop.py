@@ -120,10 +120,32 @@ def assert_corpus_is_varied(views: list[dict[str, Any]]) -> None:
     assert {v["queue_id"] for v in views} == {0, 1, 2, 3}
 
 
+CONSUME_QUEUE_FILE_BYTES = 1000 * 20
+"""What the Java side sets as mappedFileSizeConsumeQueue: mqstore opens RocketMQ's own
+consume queue files, so the sizes must agree."""
+
+
 def store_config() -> Any:
     """1 MiB segments. The plain StoreConfig(segment_size_bytes=...) keeps RocketMQ's 4 MiB body
     maximum, which cannot fit a 1 MiB segment, so use the constructor that scales the maxima."""
-    return mq.StoreConfig.for_small_segments(SEGMENT_BYTES)
+    return mq.StoreConfig.for_small_segments(
+        SEGMENT_BYTES, consume_queue_file_size_bytes=CONSUME_QUEUE_FILE_BYTES)
+
+
+def read_every_queue(store: Any, keys: set[tuple[str, int]]) -> dict[tuple[str, int], list[int]]:
+    """Physical offsets of every message of each queue, read through `store.get`."""
+    found: dict[tuple[str, int], list[int]] = {}
+    for topic, queue_id in sorted(keys):
+        offset, positions = 0, []
+        while True:
+            with store.get(topic, queue_id, offset, 32) as result:
+                if result.status.name != "FOUND":
+                    assert result.status.name == "OFFSET_OVERFLOW_ONE", result
+                    break
+                positions.extend(m.physical_offset for m in result.messages)
+                offset = result.next_offset
+        found[topic, queue_id] = positions
+    return found
 
 
 def segment_files(directory: Path) -> list[str]:
@@ -166,8 +188,14 @@ def test_mqstore_reads_commitlog_written_by_rocketmq(tmp_path: Path, rocketmq_jv
     try:
         by_offset = [mqstore_view(store.message_at(offset)) for offset in offsets]
         iterated = [mqstore_view(m) for m in store.iter_messages()]
+        through_queues = read_every_queue(store, {(e["topic"], e["queue_id"]) for e in expected})
     finally:
         store.close()
+
+    # RocketMQ's own consume queues, read by mqstore: each queue lists its messages in order.
+    for key, physical_offsets in through_queues.items():
+        want = [e["physical_offset"] for e in expected if (e["topic"], e["queue_id"]) == key]
+        assert physical_offsets == want, f"consume queue {key}"
 
     for index, (got, want) in enumerate(zip(by_offset, expected, strict=True)):
         assert got == want, f"message_at({want['physical_offset']}) for message #{index}"

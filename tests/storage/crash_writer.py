@@ -22,6 +22,10 @@ def body_for(run: int, producer: int, sequence: int) -> bytes:
     return stem + bytes([(run + producer + sequence) % 256]) * (200 + sequence * 7 % 1500)
 
 
+def key_for(run: int, producer: int, sequence: int) -> str:
+    return f"k-{run}-{producer}-{sequence}"
+
+
 def main() -> None:
     directory, run = sys.argv[1], int(sys.argv[2])
     store = MessageStore.open(directory, small_config(flush_mode=FlushMode.SYNC))
@@ -31,7 +35,8 @@ def main() -> None:
     def produce(producer: int) -> None:
         sequence = 0
         while True:
-            result = store.put(Message("Crash", producer, body_for(run, producer, sequence)))
+            result = store.put(Message("Crash", producer, body_for(run, producer, sequence),
+                                       keys=(key_for(run, producer, sequence),)))
             if not result.ok:
                 continue
             with out_lock:

@@ -3,7 +3,9 @@
 Each round starts a writer process on the same directory (which recovers from the previous
 kill), lets it acknowledge puts for a random while, and kills it with SIGKILL.  After every
 kill the directory is opened and every acknowledged message of every round so far must be at
-its acknowledged physical offset with its exact body, topic and queue offset.
+its acknowledged physical offset with its exact body, topic and queue offset; and the
+consume queues and the index (built by in-process dispatch, killed mid-write too) must agree
+with the commit log exactly: every record listed once, in order, and nothing else.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from mqstore.storage import Message, MessageStore
 from tests.conftest import small_config
-from tests.storage.crash_writer import body_for
+from tests.storage.crash_writer import PRODUCERS, body_for, key_for
 
 KILLS = 20
 REPO = Path(__file__).parents[2]
@@ -42,6 +44,27 @@ def _run_writer_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[
     return acked
 
 
+def _assert_queues_and_index_match_the_log(store: MessageStore, acked: list[tuple[int, ...]],
+                                           rng: random.Random) -> None:
+    in_log: dict[int, list[int]] = {p: [] for p in range(PRODUCERS)}
+    for message in store.iter_messages():
+        in_log[message.queue_id].append(message.physical_offset)
+    for producer, positions in in_log.items():
+        listed: list[int] = []
+        offset = 0
+        while True:
+            with store.get("Crash", producer, offset, 32) as result:
+                listed.extend(m.physical_offset for m in result.messages)
+                if not result.messages:
+                    break
+                offset = result.next_offset
+        assert listed == positions, f"consume queue {producer} disagrees with the log"
+        assert store.max_offset("Crash", producer) == len(positions)
+    for acked_run, producer, sequence, physical_offset, _ in rng.sample(acked, min(20, len(acked))):
+        found = store.query_by_key("Crash", key_for(acked_run, producer, sequence))
+        assert [m.physical_offset for m in found] == [physical_offset]
+
+
 def test_kill9_under_sync_flush_loses_no_acknowledged_message(tmp_path: Path) -> None:
     store_dir = tmp_path / "store"
     rng = random.Random(20261121)
@@ -60,5 +83,6 @@ def test_kill9_under_sync_flush_loses_no_acknowledged_message(tmp_path: Path) ->
             assert scanned >= len(all_acked)
             per_queue = [store.next_queue_offset("Crash", p) for p in range(4)]
             assert sum(per_queue) == scanned
+            _assert_queues_and_index_match_the_log(store, all_acked, rng)
     with MessageStore.open(store_dir, small_config()) as store:
         assert store.put(Message("Crash", 0, b"still writable")).ok

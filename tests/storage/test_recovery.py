@@ -195,6 +195,6 @@ def test_checkpoint_has_rocketmq_layout(store_dir: Path) -> None:
     assert len(data) == 4096
     physic, logics, index, flushed = struct.unpack_from(">qqqq", data, 0)
     assert physic > 0
-    assert logics == physic
-    assert index == 0
+    assert 0 < logics <= physic  # the consume queues' time: what dispatch synced
+    assert 0 < index <= physic
     assert flushed > 0

@@ -6,6 +6,7 @@ import errno
 import itertools
 import struct
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,7 @@ def test_disk_full_is_service_not_available(store_dir: Path,
     def no_space(fd: int, size_bytes: int, method: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    config = small_config(allocate_wait_ms=2000)
+    config = small_config(allocate_wait_ms=2000, dispatch_retry_interval_ms=10)
     with MessageStore.open(store_dir, config) as opened:
         assert opened.put(Message("D", 0, b"x" * 4000)).ok
         monkeypatch.setattr(segment_module, "prepare_file", no_space)
@@ -192,8 +193,13 @@ def test_disk_full_is_service_not_available(store_dir: Path,
         assert refused[0].status is PutStatus.SERVICE_NOT_AVAILABLE
         assert "disk full" in refused[0].reason
         monkeypatch.undo()
-        assert opened.put(Message("D", 0, b"after")).ok  # nothing written before is harmed
+        after = opened.put(Message("D", 0, b"after"))
+        assert after.ok  # nothing written before is harmed
         assert [m.body for m in opened.iter_messages()][:1] == [b"x" * 4000]
+        deadline = time.monotonic() + 5  # dispatch resumes once files can be created again
+        while opened.max_offset("D", 0) <= after.queue_offset and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert opened.max_offset("D", 0) == after.queue_offset + 1
 
 
 def test_segment_creation_failure(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

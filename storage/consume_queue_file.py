@@ -1,0 +1,81 @@
+"""One consume queue file: fixed 20-byte entries, written through the mapping.
+
+    consumequeue/<topic>/<queue id>/<20-digit start byte position>
+
+Entry layout (RocketMQ `ConsumeQueue`, big-endian):
+
+    @0   physical_offset   int64   the record's commit log position
+    @8   size              int32   the record's TOTALSIZE
+    @12  tags_code         int64   Java String.hashCode of TAGS (0 if none)
+    = 20 bytes
+
+Entry n of the queue (its queue offset n) is at byte n*20 of the queue, so at position
+n*20 % file_size of the file named (n*20 - n*20 % file_size).  Entries are written through
+the mapping (seed 002 part J: RocketMQ's FileChannel writes capped consume rates at 600
+queues), and read in bulk through a numpy structured view.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import numpy.typing as npt
+
+from .mapped_file import MappedFile
+
+ENTRY = struct.Struct(">qiq")
+ENTRY_SIZE_BYTES = 20
+assert ENTRY.size == ENTRY_SIZE_BYTES
+
+ENTRY_DTYPE = np.dtype([("physical_offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
+assert ENTRY_DTYPE.itemsize == ENTRY_SIZE_BYTES
+
+FILLER_SIZE = 0x7FFFFFFF
+"""RocketMQ fills the slots before a queue's first entry with (0, Integer.MAX_VALUE, 0)."""
+
+Entries = npt.NDArray[np.void]
+
+
+class ConsumeQueueFile(MappedFile):
+    """A consume queue file; positions are byte positions, always multiples of 20."""
+
+    def append(self, *, physical_offset: int, size_bytes: int, tags_code: int) -> None:
+        """Write the next entry at `wrote_position` (the caller checked there is room)."""
+        position = self.wrote_position
+        assert position % ENTRY_SIZE_BYTES == 0
+        assert position + ENTRY_SIZE_BYTES <= self.size_bytes
+        ENTRY.pack_into(self.mapping, position, physical_offset, size_bytes, tags_code)
+        self.wrote_position = position + ENTRY_SIZE_BYTES
+        self.committed_position = self.wrote_position
+
+    def fill(self, *, until_position: int) -> None:
+        """Write filler entries from `wrote_position` up to `until_position` (a queue whose
+        first entry does not start at offset 0)."""
+        assert until_position % ENTRY_SIZE_BYTES == 0
+        while self.wrote_position < until_position:
+            self.append(physical_offset=0, size_bytes=FILLER_SIZE, tags_code=0)
+
+    def entry(self, position: int) -> tuple[int, int, int]:
+        assert 0 <= position <= self.size_bytes - ENTRY_SIZE_BYTES
+        physical_offset, size_bytes, tags_code = ENTRY.unpack_from(self.mapping, position)
+        return physical_offset, size_bytes, tags_code
+
+    def entries(self, start_position: int, end_position: int) -> Entries:
+        """A zero-copy numpy view of the entries in [start, end); hold the file while using
+        it (the view keeps the mapping exported, so the file cannot close under it)."""
+        assert start_position % ENTRY_SIZE_BYTES == 0
+        assert end_position % ENTRY_SIZE_BYTES == 0
+        count = (end_position - start_position) // ENTRY_SIZE_BYTES
+        return np.frombuffer(self.mapping, dtype=ENTRY_DTYPE, count=count,
+                             offset=start_position)
+
+    def valid_end(self) -> int:
+        """Recovery: the position after the last entry with offset ≥ 0 and size > 0 (the
+        never-written tail of a file is zeros)."""
+        view = self.entries(0, self.size_bytes)
+        valid = (view["physical_offset"] >= 0) & (view["size"] > 0)
+        invalid = np.flatnonzero(~valid)
+        count = int(invalid[0]) if invalid.size else len(view)
+        del view, valid
+        return count * ENTRY_SIZE_BYTES

@@ -1,0 +1,133 @@
+"""Reads through the consume queues: pull statuses, tag filters, key and time lookups."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from mqstore.storage import GetStatus, Message, MessageStore
+from mqstore.storage.consume_queue import ConsumeQueue
+from mqstore.storage.java_hash import java_string_hash
+from mqstore.storage.reads import get as get_from_queue
+from tests.conftest import small_config
+
+
+def _wait_dispatched(store: MessageStore) -> None:
+    deadline = time.monotonic() + 5
+    while store.dispatch_behind_bytes and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert store.dispatch_behind_bytes == 0
+
+
+def test_status_table(store: MessageStore) -> None:
+    assert store.get("Nope", 0, 0, 10).status is GetStatus.NO_MESSAGE_IN_QUEUE
+    for index in range(5):
+        store.put(Message("S", 1, b"m%d" % index))
+    _wait_dispatched(store)
+    with store.get("S", 1, 0, 3) as result:
+        assert result.status is GetStatus.FOUND
+        assert [bytes(m.body) for m in result.messages] == [b"m0", b"m1", b"m2"]
+        assert (result.next_offset, result.min_offset, result.max_offset) == (3, 0, 5)
+    overflow_one = store.get("S", 1, 5, 3)
+    assert (overflow_one.status, overflow_one.next_offset) == (GetStatus.OFFSET_OVERFLOW_ONE, 5)
+    badly = store.get("S", 1, 9, 3)
+    assert (badly.status, badly.next_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 5)
+
+
+def test_offset_too_small_and_found_null(tmp_path: Path) -> None:
+    queue = ConsumeQueue(tmp_path, topic="T", queue_id=0, file_size_bytes=200)
+    for offset in range(12, 25):  # a queue whose first entry is offset 12: files 10.., 20..
+        queue.put(physical_offset=offset * 100, size_bytes=100, tags_code=0,
+                  queue_offset=offset)
+    small = get_from_queue(queue, 3, 5, tags=None, find_segment=lambda _: None,
+                           transfer_count_max=32, transfer_bytes_max=1 << 20)
+    assert (small.status, small.next_offset) == (GetStatus.OFFSET_TOO_SMALL, 12)
+    removed = get_from_queue(queue, 12, 5, tags=None, find_segment=lambda _: None,
+                             transfer_count_max=32, transfer_bytes_max=1 << 20)
+    assert (removed.status, removed.next_offset) == (GetStatus.MESSAGE_WAS_REMOVING, 20)
+    queue.files.pop(0).close()  # the file holding offsets 10..19 is gone
+    missing = get_from_queue(queue, 12, 5, tags=None, find_segment=lambda _: None,
+                             transfer_count_max=32, transfer_bytes_max=1 << 20)
+    assert (missing.status, missing.next_offset) == (GetStatus.OFFSET_FOUND_NULL, 20)
+    queue.close()
+
+
+def test_tag_filter_checks_the_exact_tag_after_the_hash(store: MessageStore) -> None:
+    assert java_string_hash("Aa") == java_string_hash("BB")  # a real Java hash collision
+    for index, tag in enumerate(["Aa", "BB", "Cc", "Aa", None]):
+        store.put(Message("Tags", 0, b"%d" % index, tags=tag))
+    _wait_dispatched(store)
+    with store.get("Tags", 0, 0, 10, tags=["Aa"]) as result:
+        assert [bytes(m.body) for m in result.messages] == [b"0", b"3"]
+        assert result.next_offset == 5
+    with store.get("Tags", 0, 0, 10, tags=["Zz"]) as result:
+        assert result.status is GetStatus.NO_MATCHED_MESSAGE
+        assert result.next_offset == 5
+
+
+def test_bodies_are_zero_copy_until_released(store: MessageStore) -> None:
+    store.put(Message("Z", 0, b"zero-copy"))
+    _wait_dispatched(store)
+    result = store.get("Z", 0, 0, 1)
+    body = result.messages[0].body
+    assert isinstance(body, memoryview)
+    assert bytes(body) == b"zero-copy"
+    assert bytes(result.records[0][-2 - 0:]) == b"\x00\x00"  # the record as stored
+    result.release()
+    with pytest.raises(ValueError):
+        bytes(body)
+
+
+def test_transfer_limits(store_dir: Path) -> None:
+    config = small_config(get_transfer_count_max=4, get_transfer_bytes_max=1000)
+    with MessageStore.open(store_dir, config) as store:
+        store.put_batch([Message("L", 0, b"x" * 300) for _ in range(10)])
+        _wait_dispatched(store)
+        with store.get("L", 0, 0, 100) as result:
+            assert len(result.messages) == 2  # 2 × ~400-byte records fit under 1000 bytes
+        store.put_batch([Message("C", 0, b"y") for _ in range(10)])
+        _wait_dispatched(store)
+        with store.get("C", 0, 0, 100) as result:
+            assert len(result.messages) == 4
+            assert result.next_offset == 4
+
+
+def test_query_by_key_is_exact_when_every_key_collides(store_dir: Path) -> None:
+    config = small_config(index_hash_slot_count=1)  # every key shares the one slot
+    with MessageStore.open(store_dir, config) as store:
+        for index in range(30):
+            store.put(Message("K", index % 3, b"%d" % index, keys=(f"key-{index % 5}",)))
+        store.put(Message("Other", 0, b"other", keys=("key-1",)))
+        _wait_dispatched(store)
+        found = store.query_by_key("K", "key-1", max_messages=32)
+        assert [m.body for m in found] == [b"%d" % i for i in range(30) if i % 5 == 1]
+        assert all(m.topic == "K" for m in found)
+        assert store.query_by_key("K", "key-9") == []
+
+
+def test_offset_by_time(store: MessageStore) -> None:
+    stamps = []
+    for index in range(6):
+        stamps.append(store.put(Message("Time", 0, b"%d" % index)).store_timestamp_ms)
+        time.sleep(0.003)
+    _wait_dispatched(store)
+    for index, stamp in enumerate(stamps):
+        assert store.offset_by_time("Time", 0, stamp) == index
+    assert store.offset_by_time("Time", 0, 0) == 0
+    assert store.offset_by_time("Time", 0, stamps[-1] + 10_000) == 6
+
+
+def test_dispatch_sends_batched_notices(store_dir: Path) -> None:
+    notices: list[dict[tuple[str, int], int]] = []
+    with MessageStore.open(store_dir, small_config(), listener=notices.append) as store:
+        store.put_batch([Message("N", q % 2, b"n") for q in range(10)])
+        _wait_dispatched(store)
+        deadline = time.monotonic() + 5
+        while not notices and time.monotonic() < deadline:
+            time.sleep(0.002)
+    merged: dict[tuple[str, int], int] = {}
+    for notice in notices:
+        merged.update(notice)
+    assert merged == {("N", 0): 5, ("N", 1): 5}
