@@ -16,7 +16,8 @@ the writer service will run concurrent requests).  With threads, every group com
 each producer through the GIL, and that handoff, not the disk, bounds the rate.
 
 Each figure is the median of `--runs` runs (min–max beside it); ratios are against the raw
-loop's median from the same run.  Segments are 256 MiB, preallocated the default way.
+loop's median from the same run.  Segments are 256 MiB, preallocated the default way;
+dispatch is off, as in the writer service (the indexer process builds the consume queues).
 """
 
 from __future__ import annotations
@@ -90,9 +91,12 @@ def seq_fdatasync_mb_s(directory: Path, total_mib: int = 256) -> float:
 
 
 def _open(directory: Path, *, flush: FlushMode, pool: bool) -> MessageStore:
+    # The commit log writer as the writer service runs it: consume queues and the index are
+    # built by the separate indexer process, not by dispatch in this one.
     config = StoreConfig.for_small_segments(SEGMENT_BYTES, flush_mode=flush, pool_enabled=pool,
                                             pool_buffer_count=3,
-                                            message_body_size_bytes_max=4 << 20)
+                                            message_body_size_bytes_max=4 << 20,
+                                            dispatch_enabled=False)
     store = MessageStore.open(directory / "store", config)
     # Untimed: the first put waits for the first segment's preallocation, a once-per-open
     # cost the raw loop does not pay either (its file is zero-filled before timing).
