@@ -190,6 +190,29 @@ class StoreConfig:
     index_query_results_max: int = 64
     """`maxMsgsNumBatch`: the most messages one key query returns."""
 
+    # -- retention -------------------------------------------------------------------------------
+    file_retention_hours: int = 72
+    """`fileReservedTime`: a segment last written longer ago than this may be deleted."""
+
+    delete_hours: tuple[int, ...] = (4,)
+    """`deleteWhen` ("04"): local hours in which expired segments are deleted when the disk
+    is not filling (deleting is I/O; do it when traffic is low)."""
+
+    disk_max_used_ratio: float = 0.75
+    """`diskMaxUsedSpaceRatio`: above it, expired segments are deleted at any hour."""
+
+    disk_clean_forcibly_ratio: float = 0.85
+    """Above it, the oldest segments are deleted whatever their age."""
+
+    disk_warning_ratio: float = 0.90
+    """Above it, writes are refused (SERVICE_NOT_AVAILABLE) until deletion brings it down."""
+
+    clean_interval_ms: int = 10_000
+    """`cleanResourceInterval`: how often retention measures the disk and deletes."""
+
+    delete_segments_per_pass_max: int = 10
+    """`deleteFileBatchMax`: segments one retention pass deletes at most."""
+
     # -- recovery and shutdown -------------------------------------------------------------------
     recovery_segments_max: int = 3
     """Normal (clean-shutdown) recovery validates with CRC only the last N segments (RocketMQ:
@@ -210,7 +233,9 @@ class StoreConfig:
                         "queue_flush_interval_ms",
                         "queue_flush_thorough_interval_ms", "get_transfer_count_max",
                         "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
-                        "index_query_results_max")
+                        "index_query_results_max", "file_retention_hours", "clean_interval_ms",
+                        "delete_segments_per_pass_max")
+        _check_ratios(self)
         _check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
                             "preallocate_ahead_count", "queue_flush_pages_min")
         if self.consume_queue_file_size_bytes % 20:
@@ -308,3 +333,17 @@ def _check_non_negative(config: StoreConfig, *names: str) -> None:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{name}={value!r} must be a non-negative integer")
+
+
+def _check_ratios(config: StoreConfig) -> None:
+    for name in ("disk_max_used_ratio", "disk_clean_forcibly_ratio", "disk_warning_ratio"):
+        value = getattr(config, name)
+        if not isinstance(value, int | float) or not 0 < value <= 1:
+            raise ConfigError(f"{name}={value!r} must be a ratio in (0, 1]")
+    if not config.disk_max_used_ratio <= config.disk_clean_forcibly_ratio \
+            <= config.disk_warning_ratio:
+        raise ConfigError("need disk_max_used_ratio <= disk_clean_forcibly_ratio <= "
+                          "disk_warning_ratio: writes are refused only after forced deletion "
+                          "has had its chance")
+    if not all(isinstance(hour, int) and 0 <= hour <= 23 for hour in config.delete_hours):
+        raise ConfigError(f"delete_hours={config.delete_hours!r} must be hours 0..23")

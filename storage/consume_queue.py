@@ -158,6 +158,32 @@ class ConsumeQueue:
         del view
         return count * ENTRY_SIZE_BYTES
 
+    def delete_before_physical(self, physical_min: int) -> int:
+        """Retention: delete leading files (never the last) whose every entry points below
+        the commit log's minimum, then start the queue at its first entry at or above it
+        (RocketMQ `deleteExpiredFileByOffset` + `correctMinOffset`).  Returns files deleted."""
+        deleted = 0
+        with self._lock:
+            while len(self.files) > 1:
+                first = self.files[0]
+                last_physical, _, _ = first.entry(first.wrote_position - ENTRY_SIZE_BYTES)
+                if last_physical >= physical_min:
+                    break
+                self.files = self.files[1:]  # copy-on-write: readers may be indexing
+                first.close(delete=True)
+                deleted += 1
+            if self.files:
+                self.min_position = max(self.min_position, self._first_position_at_or_above(
+                    self.files[0], physical_min))
+        return deleted
+
+    @staticmethod
+    def _first_position_at_or_above(queue_file: ConsumeQueueFile, physical_min: int) -> int:
+        view = queue_file.entries(0, queue_file.wrote_position)
+        below = int((view["physical_offset"] < physical_min).sum())
+        del view
+        return queue_file.start_position + below * ENTRY_SIZE_BYTES
+
     # -- read -----------------------------------------------------------------------------
     def read(self, queue_offset: int, count_max: int) -> tuple[ConsumeQueueFile, Entries] | None:
         """Held file and a view of up to `count_max` entries from `queue_offset` (within one

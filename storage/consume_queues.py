@@ -70,6 +70,9 @@ class ConsumeQueues:
         return sum(queue.truncate_to_physical(physical_end) for queue in self
                    if queue.max_physical_end > physical_end)
 
+    def delete_before_physical(self, physical_min: int) -> int:
+        return sum(queue.delete_before_physical(physical_min) for queue in self)
+
     def flush(self, *, pages_min: int) -> bool:
         moved = False
         for queue in self:

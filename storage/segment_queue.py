@@ -151,6 +151,21 @@ class SegmentQueue:
         self.committed_where = self.flushed_where = position
         return deleted
 
+    def delete_oldest(self, *, count_max: int,
+                      expired: Callable[[CommitLogSegment], bool]) -> list[CommitLogSegment]:
+        """Retention: remove up to `count_max` segments from the front while `expired` says
+        so, never the last one.  A removed segment is closed for deletion: its file goes when
+        the last reader releases it.  Copy-on-write, so a concurrent `find` stays valid."""
+        removed: list[CommitLogSegment] = []
+        while len(self.segments) > 1 and len(removed) < count_max:
+            first = self.segments[0]
+            if first.flushed_position < first.size_bytes or not expired(first):
+                break  # never a segment whose bytes are not all on disk
+            self.segments = self.segments[1:]
+            first.close(delete=True)
+            removed.append(first)
+        return removed
+
     def close(self) -> None:
         for segment in self.segments:
             segment.close()

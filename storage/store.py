@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 
 from . import reads, record
+from .acknowledge import SyncAcknowledger
 from .allocator import SegmentAllocator
 from .commitlog import CommitLog
 from .commitlog_reader import CommitLogReader
@@ -31,6 +32,7 @@ from .message import Message, PutResult, PutStatus, StoredMessage, decode_stored
 from .pool import TransientStorePool
 from .queue_flush import QueueFlushService
 from .reads import GetResult, NoRecordError
+from .retention import RetentionService
 from .service_thread import ServiceThread
 from .startup import OpenedStore, open_directory
 
@@ -51,6 +53,7 @@ class MessageStore:
         self._index = opened.index
         self._closed = False
         self._failure: str | None = None
+        self._disk_full: str | None = None
         self._last_checkpoint_ms = 0.0
         self.pool = (TransientStorePool(buffer_count=config.pool_buffer_count,
                                         buffer_size_bytes=config.segment_size_bytes,
@@ -70,6 +73,7 @@ class MessageStore:
         self._services: list[ServiceThread] = []
         self._commit_service: CommitService | None = None
         self._group_commit: GroupCommitService | None = None
+        self._sync_acks: SyncAcknowledger | None = None
         self._dispatch_service: DispatchService | None = None
         self._start_services()
 
@@ -111,6 +115,8 @@ class MessageStore:
                                                     on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal)
             self._services.append(self._group_commit)
+            self._sync_acks = SyncAcknowledger(self._group_commit, config,
+                                               failure=lambda: self._failure)
         else:
             self._services.append(AsyncFlushService(queue, config, on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal))
@@ -123,6 +129,10 @@ class MessageStore:
             # every message recovered.
             self._dispatch_service.catch_up()
             self._services.append(self._dispatch_service)
+        self._retention = RetentionService(
+            queue, self._queues, self._index, config, on_disk_full=self._on_disk_full,
+            on_min_position=self._reader.forget_before, on_fatal=self._on_fatal)
+        self._services.append(self._retention)
         self._services.append(QueueFlushService(
             self._queues, config,
             dispatched_store_timestamp_ms=lambda: self._dispatcher.last_store_timestamp_ms,
@@ -136,7 +146,7 @@ class MessageStore:
         if self._closed:
             return
         self._closed = True
-        self._commitlog.refused_reason = self._commitlog.refused_reason or "store is closed"
+        self._update_refusal()
         # Creation order: commit, flush, dispatch (catches up), queue flush (thorough).
         for service in self._services:
             service.stop()
@@ -166,15 +176,14 @@ class MessageStore:
     # -- put ----------------------------------------------------------------------------
     def put(self, message: Message) -> PutResult:
         result = self._commitlog.put(message)
-        if self._group_commit is not None and result.status is PutStatus.PUT_OK:
-            self._wait_synced(result.physical_offset + result.size_bytes, [result])
+        if self._sync_acks is not None and result.status is PutStatus.PUT_OK:
+            self._sync_acks.wait([result])
         return result
 
     def put_batch(self, messages: Sequence[Message]) -> list[PutResult]:
         results = self._commitlog.put_batch(messages)
-        if results and results[-1].status is PutStatus.PUT_OK and self._group_commit:
-            last = results[-1]
-            self._wait_synced(last.physical_offset + last.size_bytes, results)
+        if self._sync_acks is not None and results and results[-1].status is PutStatus.PUT_OK:
+            self._sync_acks.wait(results)
         return results
 
     def submit(self, message: Message) -> Future[PutResult]:
@@ -183,51 +192,21 @@ class MessageStore:
         sync under sync flush.  Bridge to asyncio with `asyncio.wrap_future`."""
         result = self._commitlog.put(message)
         future: Future[PutResult] = Future()
-        if self._group_commit is None or result.status is not PutStatus.PUT_OK:
+        if self._sync_acks is None or result.status is not PutStatus.PUT_OK:
             future.set_result(result)
-            return future
-        self._submit_synced(result.physical_offset + result.size_bytes, [result],
-                            lambda: future.set_result(result))
+        else:
+            self._sync_acks.submit([result], lambda: future.set_result(result))
         return future
 
     def submit_batch(self, messages: Sequence[Message]) -> Future[list[PutResult]]:
         """`put_batch` without blocking; see `submit`."""
         results = self._commitlog.put_batch(messages)
         future: Future[list[PutResult]] = Future()
-        if self._group_commit is None or not results or results[-1].status is not PutStatus.PUT_OK:
+        if self._sync_acks is None or not results or results[-1].status is not PutStatus.PUT_OK:
             future.set_result(results)
-            return future
-        last = results[-1]
-        self._submit_synced(last.physical_offset + last.size_bytes, results,
-                            lambda: future.set_result(results))
+        else:
+            self._sync_acks.submit(results, lambda: future.set_result(results))
         return future
-
-    def _submit_synced(self, end_position: int, results: list[PutResult],
-                       resolve: Callable[[], None]) -> None:
-        assert self._group_commit is not None
-
-        def on_done(synced: bool) -> None:
-            if not synced:
-                self._mark_not_synced(results)
-            resolve()
-
-        if not self._group_commit.submit(end_position,
-                                         timeout_s=self.config.sync_flush_timeout_ms / 1000,
-                                         on_done=on_done):
-            on_done(False)
-
-    def _mark_not_synced(self, results: list[PutResult]) -> None:
-        reason = (self._failure or f"not synced within {self.config.sync_flush_timeout_ms} ms "
-                                   f"(sync_flush_timeout_ms)")
-        for result in results:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
-            result.reason = reason
-
-    def _wait_synced(self, end_position: int, results: list[PutResult]) -> None:
-        assert self._group_commit is not None
-        timeout_s = self.config.sync_flush_timeout_ms / 1000
-        if not self._group_commit.wait_flushed(end_position, timeout_s=timeout_s):
-            self._mark_not_synced(results)
 
     # -- read ---------------------------------------------------------------------------
     def message_at(self, physical_offset: int) -> StoredMessage:
@@ -355,13 +334,29 @@ class MessageStore:
         return self._commitlog.queue_offsets.get((topic, queue_id), 0)
 
     # -- internals ----------------------------------------------------------------------
+    def _on_disk_full(self, reason: str | None) -> None:
+        if reason != self._disk_full:
+            self._disk_full = reason
+            self._update_refusal()
+
+    def _update_refusal(self) -> None:
+        """What every put answers SERVICE_NOT_AVAILABLE with, if anything (worst first)."""
+        reason = None
+        if self._failure is not None:
+            reason = f"store stopped: {self._failure}"
+        elif self._closed:
+            reason = "store is closed"
+        elif self._disk_full is not None:
+            reason = self._disk_full
+        self._commitlog.refused_reason = reason
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.directory}: store is closed")
 
     def _on_fatal(self, service: str, error: BaseException) -> None:
         self._failure = f"{service} failed: {error!r}"
-        self._commitlog.refused_reason = f"store stopped: {self._failure}"
+        self._update_refusal()
         if self._group_commit is not None:
             self._group_commit.fail_all()
 
