@@ -96,9 +96,10 @@ def format_host(host: tuple[bytes, int]) -> str:
 class StoredMessage:
     """Every decoded field of one record, as RocketMQ's `MessageExt` would hold them."""
 
-    __slots__ = ("body", "body_crc", "born_host", "born_timestamp_ms", "flag", "magic",
+    __slots__ = ("_born_host", "_store_host", "body", "body_crc", "born_timestamp_ms", "flag",
+                 "magic",
                  "physical_offset", "prepared_transaction_offset", "properties", "queue_id",
-                 "queue_offset", "reconsume_times", "store_host", "store_timestamp_ms",
+                 "queue_offset", "reconsume_times", "store_timestamp_ms",
                  "sysflag", "topic", "total_size")
 
     def __init__(self, head: record.RecordHead, *, body: bytes | memoryview, topic: str,
@@ -112,14 +113,23 @@ class StoredMessage:
         self.physical_offset = head.physical_offset
         self.sysflag = head.sysflag
         self.born_timestamp_ms = head.born_timestamp_ms
-        self.born_host = format_host(head.born_host)
+        self._born_host = head.born_host
         self.store_timestamp_ms = head.store_timestamp_ms
-        self.store_host = format_host(head.store_host)
+        self._store_host = head.store_host
         self.reconsume_times = head.reconsume_times
         self.prepared_transaction_offset = head.prepared_transaction_offset
         self.body = body
         self.topic = topic
         self.properties = properties
+
+    @property
+    def born_host(self) -> str:
+        """"ip:port" ("[ipv6]:port"); formatted on first use (it costs more than decoding)."""
+        return format_host(self._born_host)
+
+    @property
+    def store_host(self) -> str:
+        return format_host(self._store_host)
 
     @property
     def tags(self) -> str | None:
@@ -132,9 +142,8 @@ class StoredMessage:
 
     @property
     def msg_id(self) -> str:
-        packed = ipaddress.ip_address(self.store_host.rpartition(":")[0].strip("[]")).packed
-        port = int(self.store_host.rpartition(":")[2])
-        return offset_msg_id(packed + port.to_bytes(4, "big", signed=True), self.physical_offset)
+        address, port = self._store_host
+        return offset_msg_id(address + port.to_bytes(4, "big", signed=True), self.physical_offset)
 
     def __repr__(self) -> str:
         return (f"StoredMessage(topic={self.topic!r}, queue_id={self.queue_id}, "

@@ -182,8 +182,13 @@ TIMESTAMP = struct.Struct(">q")
 assert _V4.offsets["physical_offset"] - _V4.offsets["queue_offset"] == 8
 
 
+_BORN_HOST_V6 = int(SysFlag.BORN_HOST_V6)
+_STORE_HOST_V6 = int(SysFlag.STORE_HOST_V6)
+"""Plain ints for the read path: an IntFlag `&` costs a Python-level enum call."""
+
+
 def layout_for(*, sysflag: int, magic: int) -> RecordLayout:
-    return LAYOUTS[bool(sysflag & SysFlag.BORN_HOST_V6), bool(sysflag & SysFlag.STORE_HOST_V6),
+    return LAYOUTS[sysflag & _BORN_HOST_V6 != 0, sysflag & _STORE_HOST_V6 != 0,
                    magic == MAGIC_V2]
 
 

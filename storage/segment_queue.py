@@ -67,12 +67,28 @@ class SegmentQueue:
 
     @property
     def max_position(self) -> int:
-        """Exclusive end of what readers may see (committed with the pool on)."""
+        """Exclusive end of what readers may see (committed with the pool on).
+
+        Pool on, a full segment can still hold uncommitted bytes after the next one started
+        (its file is zeros there), so the end is in the first segment, from the commit
+        pointer on, that is not readable to its end; pool off, every segment before the last
+        is full and written."""
         segments = self.segments
         if not segments:
             return 0
+        if self.pooled:
+            for segment in segments[self._index_of(self.committed_where):]:
+                if segment.read_position < segment.size_bytes:
+                    return segment.start_position + segment.read_position
         last = segments[-1]
         return last.start_position + last.read_position
+
+    def _index_of(self, position: int) -> int:
+        """Index of the segment holding `position`, clamped (retention only removes from the
+        front, so the arithmetic holds)."""
+        segments = self.segments
+        index = (position - segments[0].start_position) // self.segment_size_bytes
+        return min(max(index, 0), len(segments) - 1)
 
     def find(self, position: int) -> CommitLogSegment | None:
         """The segment containing `position`, or None."""

@@ -100,3 +100,29 @@ def test_exhausted_pool_is_back_pressure_not_a_hang(store_dir: Path,
         assert after.ok
         assert after.physical_offset == SMALL_SEGMENT_BYTES
         assert after.queue_offset == len(results) - 1  # the refused put took no offset
+
+
+def test_readable_end_stops_at_uncommitted_bytes_across_a_roll(
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full segment can still hold uncommitted bytes after the next one started: readers
+    (dispatch) must not be told its file is readable past what was committed."""
+    resumed = threading.Event()
+    original_commit = CommitLogSegment.commit
+
+    def stalled_commit(segment: CommitLogSegment, *, pages_min: int) -> object:
+        resumed.wait(10)
+        return original_commit(segment, pages_min=pages_min)
+
+    monkeypatch.setattr(CommitLogSegment, "commit", stalled_commit)
+    with MessageStore.open(store_dir, small_config(pool_enabled=True)) as store:
+        while store.segment_count < 2 or store.wrote_position < SMALL_SEGMENT_BYTES + 4000:
+            assert store.put(Message("T", 0, b"x" * 3000)).ok
+        assert store.max_position == 0
+        time.sleep(0.05)  # dispatch polls every millisecond meanwhile
+        assert store.failure is None
+        resumed.set()
+        deadline = time.monotonic() + 5
+        while store.max_position < store.wrote_position and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert store.max_position == store.wrote_position
+        assert store.failure is None
