@@ -18,6 +18,7 @@ process that reads the position the writer publishes.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -44,6 +45,12 @@ QueueNotices = Mapping[tuple[str, int], int]
 Listener = Callable[[QueueNotices], None]
 
 _DISPATCHED_TRANSACTION_TYPES = (0, record.SysFlag.TRANSACTION_COMMIT)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags_code(tags: str) -> int:
+    """Tags repeat across messages: hash each distinct one once."""
+    return java_string_hash(tags)
 
 
 class DispatchCorruptError(StoreError):
@@ -122,7 +129,7 @@ class Dispatcher:
         if head.sysflag & record.TRANSACTION_TYPE_MASK in _DISPATCHED_TRANSACTION_TYPES:
             queue = self._queues.get_or_create(topic, head.queue_id)
             if queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
-                         tags_code=java_string_hash(tags) if tags else 0,
+                         tags_code=_tags_code(tags) if tags else 0,
                          queue_offset=head.queue_offset):
                 notices[topic, head.queue_id] = head.queue_offset + 1
         if self._index is not None:

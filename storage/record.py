@@ -34,6 +34,7 @@ import enum
 import mmap
 import struct
 import zlib
+from typing import NamedTuple
 
 MAGIC_V1 = -626843481  # 0xDAA320A7 as a Java int
 MAGIC_V2 = -626843477  # 0xDAA320AB
@@ -197,9 +198,11 @@ def body_crc(body: ReadableBuffer) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RecordHead:
-    """Every fixed field of a record, decoded; hosts as (packed address, port)."""
+class RecordHead(NamedTuple):
+    """Every fixed field of a record, decoded; hosts as (packed address, port).
+
+    A NamedTuple: recovery, dispatch and reads decode one per record, and a tuple is built
+    in C where a frozen dataclass sets each field through `object.__setattr__`."""
 
     total_size: int
     magic: int
