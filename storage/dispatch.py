@@ -119,10 +119,8 @@ class Dispatcher:
         head, layout = result.head, result.layout
         assert head is not None
         assert layout is not None
-        with memoryview(mapping) as view:
-            body, topic_bytes, properties_bytes = record.decode_variable(view, position, layout,
-                                                                         head)
-            body.release()
+        topic_bytes, properties_bytes = record.topic_and_properties(mapping, position, layout,
+                                                                    head)
         topic = topic_bytes.decode("ascii", "replace")
         properties = decode_properties(properties_bytes)
         tags = properties.get(PROPERTY_TAGS)
