@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,53 @@ def test_checkpoint_has_rocketmq_layout(store_dir: Path) -> None:
     assert 0 < logics <= physic  # the consume queues' time: what dispatch synced
     assert 0 < index <= physic
     assert flushed > 0
+
+
+def _wait_dispatched(store: MessageStore) -> None:
+    deadline = time.monotonic() + 5
+    while store.dispatch_behind_bytes and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert store.dispatch_behind_bytes == 0
+
+
+def _queue_bodies(store: MessageStore, topic: str, queue_id: int) -> list[bytes]:
+    bodies: list[bytes] = []
+    offset = store.min_offset(topic, queue_id)
+    while True:
+        with store.get(topic, queue_id, offset, 32) as result:
+            if not result.messages:
+                return bodies
+            bodies.extend(bytes(m.body) for m in result.messages)
+            offset = result.next_offset
+
+
+def test_consume_queues_ahead_of_a_cut_log_are_cut_too(store_dir: Path) -> None:
+    results = _fill(store_dir, 200)  # consume queues were built to the end
+    cut = results[150]
+    _damage(store_dir, cut.physical_offset + 90, b"\xff\xff")  # record 150 is now corrupt
+    store = MessageStore.open(store_dir, small_config())
+    _wait_dispatched(store)
+    for queue_id in range(3):
+        expected = [bytes([i % 256]) * 700 for i in range(150) if i % 3 == queue_id]
+        assert _queue_bodies(store, "R", queue_id) == expected
+        assert store.max_offset("R", queue_id) == len(expected)
+    after = store.put(Message("R", 0, b"after the cut"))
+    _wait_dispatched(store)
+    assert _queue_bodies(store, "R", 0)[-1] == b"after the cut"
+    assert after.queue_offset == len([i for i in range(150) if i % 3 == 0])
+    store.close()
+
+
+@pytest.mark.parametrize("lost", ["consumequeue", "index"])
+def test_lost_queues_or_index_are_rebuilt_from_the_log(store_dir: Path, lost: str) -> None:
+    _fill(store_dir, 200)
+    shutil.rmtree(store_dir / lost)
+    store = MessageStore.open(store_dir, small_config())
+    _wait_dispatched(store)
+    for queue_id in range(3):
+        expected = [bytes([i % 256]) * 700 for i in range(200) if i % 3 == queue_id]
+        assert _queue_bodies(store, "R", queue_id) == expected
+    found = store.query_by_key("R", "k17")
+    assert [m.body for m in found] == [bytes([17]) * 700]
+    assert store.next_queue_offset("R", 1) == len([i for i in range(200) if i % 3 == 1])
+    store.close()
