@@ -1,7 +1,7 @@
 """The `mqstore` command line.
 
     mqstore produce DIR [--count N] ...   the embedded main job: write, read back, report
-    mqstore inspect DIR                   segments, positions, record counts, checkpoint
+    mqstore inspect DIR                   segments, positions, records, checkpoint, queues, index
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
 
 Exit codes: 0 success, 1 the store is corrupt (verify) or the job failed, 2 bad input
@@ -30,7 +30,13 @@ from mqstore.storage import (
     StoreError,
 )
 from mqstore.storage.checkpoint import read_checkpoint
-from mqstore.storage.scrub import scan_store, segment_paths, verify_store
+from mqstore.storage.scrub import (
+    scan_consume_queues,
+    scan_index,
+    scan_store,
+    segment_paths,
+    verify_store,
+)
 
 EXIT_CORRUPT = 1
 EXIT_USAGE = 2
@@ -146,6 +152,8 @@ def _inspect(arguments: argparse.Namespace) -> int:
                             default=0),
         "record_count": sum(s.record_count for s in summaries),
         "checkpoint": {"state": state.value, **dataclasses.asdict(values)},
+        "consume_queues": [dataclasses.asdict(q) for q in scan_consume_queues(directory)],
+        "index": dataclasses.asdict(scan_index(directory)),
         "abort_marker": (directory / "abort").exists(),
         "lock": lock.read_text().strip() if lock.exists() else None,
     }
@@ -178,6 +186,13 @@ def _print_inspect(report: Mapping[str, object]) -> None:
               f"{segment['last_store_time'] or '-'}")
         for problem in segment["problems"]:
             print(f"    problem at {problem}")
+    queues = report["consume_queues"]
+    assert isinstance(queues, list)
+    print(f"consume queues: {len(queues)}")
+    for queue in queues:
+        print(f"  {queue['topic']}/{queue['queue_id']}: offsets [{queue['min_offset']}, "
+              f"{queue['max_offset']}) in {queue['file_count']} file(s)")
+    print(f"index: {report['index']}")
 
 
 def _verify(arguments: argparse.Namespace) -> int:

@@ -11,9 +11,16 @@ import mmap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
+
 from . import record
+from .consume_queue_file import ENTRY_DTYPE, ENTRY_SIZE_BYTES, FILLER_SIZE
+from .consume_queues import CONSUME_QUEUE_DIRECTORY
 from .errors import StoreFormatError
+from .index_file import INDEX_HEADER
+from .mapped_file import parse_offset_file_name
 from .segment import last_nonzero_end, parse_segment_name
+from .startup import INDEX_DIRECTORY
 
 ProgressCallback = Callable[[int], None]
 
@@ -122,3 +129,68 @@ def verify_store(directory: Path, *, progress: ProgressCallback | None = None
                                           f"segment {summary.name} ends without a BLANK record "
                                           f"but later segments hold data"))
     return summaries, sorted(corruptions, key=lambda c: c.physical_offset)
+
+
+@dataclasses.dataclass
+class QueueSummary:
+    topic: str
+    queue_id: int
+    file_count: int
+    min_offset: int
+    max_offset: int
+
+
+def scan_consume_queues(directory: Path) -> list[QueueSummary]:
+    """Every `consumequeue/<topic>/<queue id>/` with its offsets, read with plain reads."""
+    root = directory / CONSUME_QUEUE_DIRECTORY
+    if not root.is_dir():
+        return []
+    summaries = []
+    for queue_directory in sorted(root.glob("*/*")):
+        if not queue_directory.name.isdigit():
+            continue
+        paths = sorted(p for p in queue_directory.iterdir()
+                       if parse_offset_file_name(p.name) is not None)
+        if paths:
+            summaries.append(_summarize_queue(queue_directory, paths))
+    return summaries
+
+
+def _summarize_queue(queue_directory: Path, paths: list[Path]) -> QueueSummary:
+    first_start = parse_offset_file_name(paths[0].name)
+    last_start = parse_offset_file_name(paths[-1].name)
+    assert first_start is not None
+    assert last_start is not None
+    first = np.fromfile(paths[0], dtype=ENTRY_DTYPE)
+    real = np.flatnonzero(~((first["physical_offset"] == 0) & (first["size"] == FILLER_SIZE)))
+    last = np.fromfile(paths[-1], dtype=ENTRY_DTYPE)
+    invalid = np.flatnonzero((last["physical_offset"] < 0) | (last["size"] <= 0))
+    last_count = int(invalid[0]) if invalid.size else len(last)
+    first_real = int(real[0]) if real.size else len(first)
+    return QueueSummary(topic=queue_directory.parent.name, queue_id=int(queue_directory.name),
+                        file_count=len(paths),
+                        min_offset=first_start // ENTRY_SIZE_BYTES + first_real,
+                        max_offset=last_start // ENTRY_SIZE_BYTES + last_count)
+
+
+@dataclasses.dataclass
+class IndexSummary:
+    file_count: int
+    entry_count: int
+    end_physical_offset: int
+
+
+def scan_index(directory: Path) -> IndexSummary:
+    """Index files and their entries, from each 40-byte header."""
+    paths = sorted((directory / INDEX_DIRECTORY).glob("[0-9]" * 17)) \
+        if (directory / INDEX_DIRECTORY).is_dir() else []
+    entries = 0
+    end = 0
+    for path in paths:
+        with path.open("rb") as file:
+            header = file.read(INDEX_HEADER.size)
+        if len(header) == INDEX_HEADER.size:
+            _, _, _, end_physical, _, index_count = INDEX_HEADER.unpack(header)
+            entries += max(index_count, 1) - 1  # the count starts at 1
+            end = max(end, end_physical)
+    return IndexSummary(file_count=len(paths), entry_count=entries, end_physical_offset=end)

@@ -14,7 +14,8 @@ from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 def _store_with(store_dir: Path, count: int) -> list[int]:
     with MessageStore.open(store_dir, small_config()) as store:
-        return [store.put(Message("C", i % 2, b"v" * 900)).physical_offset for i in range(count)]
+        return [store.put(Message("C", i % 2, b"v" * 900, keys=(f"k{i}",))).physical_offset
+                for i in range(count)]
 
 
 def test_produce_writes_and_reads_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,8 +36,15 @@ def test_inspect_reports_segments_and_checkpoint(tmp_path: Path,
     assert report["checkpoint"]["state"] == "valid"
     assert report["abort_marker"] is False
     assert all(s["ends_with_blank"] for s in report["segments"][:2])
+    queues = {(q["topic"], q["queue_id"]): q for q in report["consume_queues"]}
+    assert {key: (q["min_offset"], q["max_offset"]) for key, q in queues.items()} == {
+        ("C", 0): (0, 100), ("C", 1): (0, 100)}
+    assert report["index"]["file_count"] >= 1
+    assert report["index"]["entry_count"] == 200
     assert main(["inspect", str(tmp_path)]) == 0
-    assert "records 200" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "records 200" in text
+    assert "C/1: offsets [0, 100)" in text
 
 
 def test_verify_names_the_corrupt_offsets(tmp_path: Path,
