@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import IndexFileCreateError, IndexFileFormatError
-from .files import fsync_directory
+from .files import fsync_directory, map_existing
 from .java_hash import java_string_hash
 
 # The field tables are in the `IndexFile` docstring.
@@ -219,18 +219,11 @@ class IndexFile:
         """Map an existing file; its size must match the configured slot and entry counts."""
         size_bytes = index_file_size_bytes(hash_slot_count=hash_slot_count,
                                            index_count_max=index_count_max)
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            actual_bytes = os.fstat(fd).st_size
-            if actual_bytes != size_bytes:
-                raise IndexFileFormatError(
-                    f"{path}: {actual_bytes} bytes, but hash_slot_count={hash_slot_count} and "
-                    f"index_count_max={index_count_max} make {size_bytes}; open the store "
-                    f"with the settings the index was written with")
-            mapping = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, mapping = map_existing(path, size_bytes=size_bytes, wrong_size=lambda actual: (
+            IndexFileFormatError(
+                f"{path}: {actual} bytes, but hash_slot_count={hash_slot_count} and "
+                f"index_count_max={index_count_max} make {size_bytes}; open the store "
+                f"with the settings the index was written with")))
         try:
             return cls(path=path, fd=fd, mapping=mapping, hash_slot_count=hash_slot_count,
                        index_count_max=index_count_max)

@@ -30,7 +30,7 @@ from typing import Self
 
 from .config import PAGE_SIZE_BYTES, PreallocateMethod
 from .errors import StoreFormatError
-from .files import fsync_directory
+from .files import fsync_directory, map_existing
 from .preallocate import prepare_file, prepare_mapping, zero_fill
 
 FILE_NAME_DIGITS = 20
@@ -105,17 +105,10 @@ class MappedFile:
         if start_position % size_bytes:
             raise StoreFormatError(f"{path}: start position {start_position} is not a multiple "
                                    f"of segment_size_bytes={size_bytes}")
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            actual = os.fstat(fd).st_size
-            if actual != size_bytes:
-                raise StoreFormatError(f"{path}: {actual} bytes, but the configured size is "
-                                       f"{size_bytes} (segment_size_bytes for the commit log); "
-                                       f"open the store with the sizes it was written with")
-            mapping = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, mapping = map_existing(path, size_bytes=size_bytes, wrong_size=lambda actual: (
+            StoreFormatError(f"{path}: {actual} bytes, but the configured size is {size_bytes} "
+                             f"(segment_size_bytes for the commit log); open the store with "
+                             f"the sizes it was written with")))
         opened = cls(path=path, start_position=start_position, size_bytes=size_bytes, fd=fd,
                       mapping=mapping)
         opened.set_positions(size_bytes)
