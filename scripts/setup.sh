@@ -4,6 +4,10 @@
 # in editable mode.  Safe to run again; it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One setup at a time: two concurrent pip installs into one venv can break it.
+mkdir -p .cache
+exec 9>.cache/setup.lock
+flock 9
 
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
