@@ -1,0 +1,1 @@
+"""`mqstore.client`: Python producer and consumer for the mqstore services."""

@@ -1,0 +1,1 @@
+"""Plumbing shared by the three services: config file, logs, HTTP basics, metrics."""

@@ -1,0 +1,1 @@
+"""reput/indexer: tails the published commit log, builds consume queues and the index."""

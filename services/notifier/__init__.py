@@ -1,0 +1,1 @@
+"""pull-notifier: pulls with long polling, lookups and consumer-group offsets."""

@@ -1,0 +1,1 @@
+"""commitlog-writer: the only process that appends to `commitlog/`."""
