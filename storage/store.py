@@ -380,3 +380,8 @@ class MessageStore:
             values.logics_msg_timestamp_ms = covered_store_timestamp_ms
             values.index_msg_timestamp_ms = covered_store_timestamp_ms
         self._checkpoint.write()
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` began (services tell "closed" from "disk full" by it)."""
+        return self._closed
