@@ -150,6 +150,17 @@ class StoreConfig:
     """Build consume queues (and the index) in this process.  The writer service turns it off
     when a separate indexer process dispatches the same directory."""
 
+    positions_publish_enabled: bool = False
+    """Publish wrote/committed/flushed positions in `positions` for readers in other processes
+    (the writer service of a split deployment turns it on; see publisher.py)."""
+
+    positions_publish_interval_ms: int = 1000
+    """Heartbeat: republish at least this often while nothing moves."""
+
+    positions_publish_gap_us: int = 200
+    """While the log moves, republish this often: bounds how stale a reader's view is
+    without one publish per put."""
+
     dispatch_interval_ms: int = 1
     """Dispatch's poll when caught up (RocketMQ's reput sleeps 1 ms): a 1 ms pause bounds the
     notice latency without a wakeup on the put path."""
@@ -230,6 +241,7 @@ class StoreConfig:
                         "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
                         "consume_queue_file_size_bytes", "dispatch_interval_ms",
                         "dispatch_records_per_pass_max", "dispatch_retry_interval_ms",
+                        "positions_publish_interval_ms", "positions_publish_gap_us",
                         "queue_flush_interval_ms",
                         "queue_flush_thorough_interval_ms", "get_transfer_count_max",
                         "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",

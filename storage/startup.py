@@ -8,24 +8,34 @@
          → dispatch resumes where the consume queues end, or earlier where the index ends
            (abnormal / full recovery: at the verified window); repeats are ignored
 
+With `dispatch_enabled=False` (the writer of a split deployment) only the commit log is
+recovered; consume queues and the index belong to the indexer process (`_recover_log_only`).
+
 Everything opened here is closed again if a later step fails, and the lock is released.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from .checkpoint import Checkpoint
 from .config import StoreConfig
 from .consume_queues import ConsumeQueues
+from .errors import StoreFormatError
 from .index_service import IndexService
 from .lockfile import AbortMarker, StoreLock
+from .queue_offsets import read_next_offsets
 from .recovery import RecoveryMode, RecoveryReport, plan_recovery, recover
 from .segment_queue import SegmentQueue
+from .watermarks import DispatchedFile
 
 COMMITLOG_DIRECTORY = "commitlog"
 INDEX_DIRECTORY = "index"
+DISPATCHED_FILE = "dispatched"
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -58,10 +68,12 @@ def open_directory(directory: Path, config: StoreConfig) -> OpenedStore:
         closers.append(queue.close)
         queues = ConsumeQueues(directory, file_size_bytes=config.consume_queue_file_size_bytes)
         closers.append(queues.close)
+        queue.load()
+        if not config.dispatch_enabled:
+            return _recover_log_only(directory, lock, abort, checkpoint, queue, queues, config)
         index = _index_service(directory, config)
         if index is not None:
             closers.append(index.close)
-        queue.load()
         queues.load()
         if index is not None:
             index.load(abnormal=abort.present,
@@ -105,9 +117,55 @@ def _recover(lock: StoreLock, abort: AbortMarker, checkpoint: Checkpoint, queue:
         first_verified = min(report.verify_from_segment, len(queue.segments) - 1)
         window_start = queue.segments[first_verified].start_position
         reput_from = max(min(reput_from, window_start), queue.min_position)
-    queue.last_store_timestamp_ms = report.last_store_timestamp_ms
-    queue.committed_store_timestamp_ms = report.last_store_timestamp_ms
-    queue.flushed_store_timestamp_ms = report.last_store_timestamp_ms
+    _set_timestamps(queue, report)
     return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint, queue=queue,
                        queues=queues, index=index, report=report, queue_offsets=queue_offsets,
                        reput_from=reput_from)
+
+
+def _recover_log_only(directory: Path, lock: StoreLock, abort: AbortMarker,
+                      checkpoint: Checkpoint, queue: SegmentQueue, queues: ConsumeQueues,
+                      config: StoreConfig) -> OpenedStore:
+    """The writer of a split deployment: another process owns `consumequeue/` and `index/`,
+    so they are neither loaded nor cut here.  Queue offsets come from the consume queues
+    below what the indexer published as synced (`dispatched`), read-only, and from the
+    records recovery scans from there on."""
+    report = plan_recovery(queue.segments, abort_present=abort.present,
+                           checkpoint_state=checkpoint.state, checkpoint=checkpoint.values,
+                           recovery_segments_max=config.recovery_segments_max)
+    synced = max(indexer_synced_position(directory), queue.min_position)
+    queue_offsets: dict[tuple[str, int], int] = {}
+    recover(queue, report, queue_offsets, scan_from_position=synced)
+    below = read_next_offsets(directory, below_physical=min(synced, report.end_position),
+                              file_size_bytes=config.consume_queue_file_size_bytes)
+    for key, next_offset in below.items():
+        queue_offsets[key] = max(next_offset, queue_offsets.get(key, 0))
+    _set_timestamps(queue, report)
+    return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint, queue=queue,
+                       queues=queues, index=None, report=report, queue_offsets=queue_offsets,
+                       reput_from=report.end_position)
+
+
+def indexer_synced_position(directory: Path) -> int:
+    """What the indexer published as synced in `dispatched`; 0 if nothing (yet) or unreadable
+    (then recovery scans the whole log for queue offsets: slower, still right)."""
+    try:
+        dispatched = DispatchedFile(directory / DISPATCHED_FILE, writable=False)
+    except (FileNotFoundError, StoreFormatError) as error:
+        if not isinstance(error, FileNotFoundError):
+            log.warning("ignoring %s: %s", DISPATCHED_FILE, error)
+        return 0
+    try:
+        found = dispatched.read()
+    except StoreFormatError as error:
+        log.warning("ignoring %s: %s", DISPATCHED_FILE, error)
+        return 0
+    finally:
+        dispatched.close()
+    return found[1]["synced_position"] if found is not None else 0
+
+
+def _set_timestamps(queue: SegmentQueue, report: RecoveryReport) -> None:
+    queue.last_store_timestamp_ms = report.last_store_timestamp_ms
+    queue.committed_store_timestamp_ms = report.last_store_timestamp_ms
+    queue.flushed_store_timestamp_ms = report.last_store_timestamp_ms

@@ -30,6 +30,7 @@ from .errors import StoreClosedError, StoreError
 from .flush import AsyncFlushService, CommitService, GroupCommitService
 from .message import Message, PutResult, PutStatus, StoredMessage, decode_stored
 from .pool import TransientStorePool
+from .publisher import PositionsPublisher, chain, positions_snapshot
 from .queue_flush import QueueFlushService
 from .reads import GetResult, NoRecordError
 from .retention import RetentionService
@@ -133,12 +134,22 @@ class MessageStore:
             queue, self._queues, self._index, config, on_disk_full=self._on_disk_full,
             on_min_position=self._reader.forget_before, on_fatal=self._on_fatal)
         self._services.append(self._retention)
+        if config.positions_publish_enabled:
+            self._start_publisher()
         self._services.append(QueueFlushService(
             self._queues, config,
             dispatched_store_timestamp_ms=lambda: self._dispatcher.last_store_timestamp_ms,
             on_thorough_flush=self._on_queues_flushed, on_fatal=self._on_fatal))
         for service in self._services:
             service.start()
+
+    def _start_publisher(self) -> None:
+        publisher = PositionsPublisher(self.directory, self.config,
+                                       snapshot=positions_snapshot(self._queue, self.pool),
+                                       recovered_end_position=self.max_position,
+                                       on_fatal=self._on_fatal)
+        self._commitlog.after_append = chain(self._commitlog.after_append, publisher.wakeup)
+        self._services.append(publisher)
 
     def close(self) -> None:
         """Drain commit and flush, persist the checkpoint, release the lock.  The abort

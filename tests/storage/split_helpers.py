@@ -1,0 +1,66 @@
+"""Helpers for the split (writer + indexer) tests: configs and an exact comparison of the
+consume queues the indexer built with the records in the commit log."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from mqstore.storage import MessageStore, StoreConfig
+from mqstore.storage.consume_queues import ConsumeQueues
+from mqstore.storage.indexer import Indexer
+from tests.conftest import small_config
+
+
+def writer_config(**overrides: object) -> StoreConfig:
+    return small_config(dispatch_enabled=False, positions_publish_enabled=True,
+                        positions_publish_gap_us=100, **overrides)
+
+
+def indexer_config(**overrides: object) -> StoreConfig:
+    return small_config(queue_flush_interval_ms=20, queue_flush_thorough_interval_ms=50,
+                        **overrides)
+
+
+def wait_dispatched(indexer: Indexer, position: int, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while indexer.reput_from < position:
+        assert indexer.failure is None, indexer.failure
+        assert time.monotonic() < deadline, f"dispatch at {indexer.reput_from} < {position}"
+        time.sleep(0.005)
+
+
+def log_records(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """{(topic, queue): [(physical offset, size), ...]} from the commit log, read by an
+    embedded store that dispatches nothing."""
+    expected: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    with MessageStore.open(directory, small_config(dispatch_enabled=False)) as store:
+        for message in store.iter_messages():
+            key = (message.topic, message.queue_id)
+            assert message.queue_offset == len(expected.setdefault(key, [])), message
+            expected[key].append((message.physical_offset, message.total_size))
+    return expected
+
+
+def queue_entries(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    queues = ConsumeQueues(directory, file_size_bytes=small_config().consume_queue_file_size_bytes)
+    queues.load()
+    found: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    try:
+        for queue in queues:
+            entries: list[tuple[int, int]] = []
+            offset = queue.min_offset
+            while offset < queue.max_offset:
+                held = queue.read(offset, 1000)
+                assert held is not None
+                queue_file, view = held
+                del held
+                entries.extend(zip(view["physical_offset"].tolist(), view["size"].tolist(),
+                                   strict=True))
+                offset += len(view)
+                del view
+                queue_file.release()
+            found[queue.topic, queue.queue_id] = entries
+    finally:
+        queues.close()
+    return found

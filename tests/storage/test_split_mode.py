@@ -1,0 +1,101 @@
+"""Writer and indexer as two parties on one directory (here in one process, through files
+only: the indexer learns everything from `positions` and the commit log)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from mqstore.storage import Message, MessageStore
+from mqstore.storage.indexer import Indexer
+from tests.storage.split_helpers import (
+    indexer_config,
+    log_records,
+    queue_entries,
+    wait_dispatched,
+    writer_config,
+)
+
+TOPICS = ("Orders", "Audit")
+
+
+def _produce(store: MessageStore, count: int, rng: random.Random) -> None:
+    for n in range(count):
+        body = rng.randbytes(rng.randrange(1, 900))
+        message = Message(rng.choice(TOPICS), rng.randrange(4), body, keys=[f"k{n}"])
+        assert store.put(message).ok
+
+
+def test_indexer_builds_exactly_the_queues_of_the_log(store_dir: Path) -> None:
+    rng = random.Random(1)
+    notices: list[dict[tuple[str, int], int]] = []
+    with MessageStore.open(store_dir, writer_config()) as writer, \
+            Indexer.open(store_dir, indexer_config(), listener=notices.append) as indexer:
+        _produce(writer, 1500, rng)  # several 64 KiB segments
+        wait_dispatched(indexer, writer.max_position)
+        assert indexer.dispatch_behind_bytes == 0
+        assert not (store_dir / "consumequeue").exists() or writer.max_offset("Orders", 0) == 0
+    expected = log_records(store_dir)
+    assert queue_entries(store_dir) == expected
+    last_notice: dict[tuple[str, int], int] = {}
+    for batch in notices:
+        last_notice.update(batch)
+    assert last_notice == {key: len(entries) for key, entries in expected.items()}
+
+
+def test_writer_reopen_continues_queue_offsets_from_the_indexer(store_dir: Path) -> None:
+    rng = random.Random(2)
+    with MessageStore.open(store_dir, writer_config()) as writer, \
+            Indexer.open(store_dir, indexer_config()) as indexer:
+        _produce(writer, 600, rng)
+        wait_dispatched(indexer, writer.max_position)
+    for _ in range(2):  # with the indexer's `dispatched` file, then after it
+        with MessageStore.open(store_dir, writer_config()) as writer:
+            _produce(writer, 300, rng)
+    with Indexer.open(store_dir, indexer_config()) as indexer:
+        wait_dispatched(indexer, indexer.published["committed_position"]
+                        if indexer.published else 1)
+    expected = log_records(store_dir)  # asserts queue offsets 0, 1, 2, ... per queue
+    assert queue_entries(store_dir) == expected
+
+
+def test_writer_without_any_indexer_scans_the_log_for_offsets(store_dir: Path) -> None:
+    rng = random.Random(3)
+    for _ in range(3):
+        with MessageStore.open(store_dir, writer_config()) as writer:
+            _produce(writer, 200, rng)
+    assert not (store_dir / "dispatched").exists()
+    log_records(store_dir)  # queue offsets continue across reopens
+
+
+def test_new_writer_generation_below_dispatch_cuts_the_queues(store_dir: Path) -> None:
+    """A machine crash lost committed bytes the indexer had dispatched: the next writer
+    recovers to a shorter log, and the indexer cuts back and re-dispatches the new records."""
+    rng = random.Random(4)
+    with MessageStore.open(store_dir, writer_config()) as writer, \
+            Indexer.open(store_dir, indexer_config()) as indexer:
+        _produce(writer, 800, rng)
+        wait_dispatched(indexer, writer.max_position)
+        lost_from = writer.max_position - 20_000
+        generation = indexer.writer_generation
+        writer.close()
+        _lose_log_tail(store_dir, lost_from)
+        with MessageStore.open(store_dir, writer_config()) as second:
+            assert second.max_position < lost_from + 2000
+            _produce(second, 300, rng)
+            wait_dispatched(indexer, second.max_position)
+            assert indexer.writer_generation != generation
+    assert queue_entries(store_dir) == log_records(store_dir)
+
+
+def _lose_log_tail(store_dir: Path, lost_from: int) -> None:
+    segments = sorted((store_dir / "commitlog").iterdir())
+    for path in segments:
+        start = int(path.name)
+        size = path.stat().st_size
+        if start + size <= lost_from:
+            continue
+        cut = max(0, lost_from - start)
+        with open(path, "r+b") as raw:
+            raw.seek(cut)
+            raw.write(bytes(size - cut))
