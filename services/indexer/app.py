@@ -1,0 +1,124 @@
+"""`create_app(indexer, hub, settings)`: the indexer's aiohttp application, a pure builder.
+
+    GET /v1/notices     NDJSON stream: a snapshot line, then "advanced" lines, heartbeats
+    GET /v1/status      dispatch position, lag, the writer generation it follows
+    GET /healthz /readyz /metrics /openapi.json
+
+Stream lines (one JSON object each, `\\n`-terminated):
+
+    {"type": "snapshot", "queues": [[topic, queue_id, min_offset, max_offset], ...]}
+    {"type": "advanced", "queues": [[topic, queue_id, next_offset], ...]}
+    {"type": "heartbeat"}                      every `notice_heartbeat_interval_ms`
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+
+from aiohttp import web
+from prometheus_client import Counter
+
+from mqstore.services.common.config_file import IndexerSettings
+from mqstore.services.common.http import add_common_routes, error_middleware, json_response
+from mqstore.services.common.metrics import GaugeSpec, new_registry
+from mqstore.storage.indexer import Indexer
+
+from .notices import NoticeHub
+from .openapi import indexer_openapi
+
+log = logging.getLogger("mqstore.indexer")
+
+NDJSON_MEDIA_TYPE = "application/x-ndjson"
+HEARTBEAT = b'{"type":"heartbeat"}\n'
+
+
+@dataclasses.dataclass
+class IndexerState:
+    stopping: bool = False
+
+
+STATE = web.AppKey("indexer_state", IndexerState)
+
+
+def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings) -> web.Application:
+    state = IndexerState()
+    registry = new_registry(_gauges(indexer, hub))
+    streams = Counter("mqstore_notice_streams_opened", "Notice streams opened by notifiers.",
+                      registry=registry)
+    heartbeat_s = settings.notice_heartbeat_interval_ms / 1000
+
+    async def notices(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": NDJSON_MEDIA_TYPE,
+                                               "Cache-Control": "no-store"})
+        await response.prepare(request)
+        streams.inc()
+        subscriber = hub.subscribe()
+        try:
+            while not state.stopping:
+                try:
+                    line = await asyncio.wait_for(subscriber.lines.get(), heartbeat_s)
+                except TimeoutError:
+                    line = HEARTBEAT
+                if line is None:
+                    break
+                await response.write(line)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            hub.unsubscribe(subscriber)
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+        return response
+
+    async def status(request: web.Request) -> web.Response:
+        return json_response(_status(indexer))
+
+    def not_ready() -> str | None:
+        if state.stopping:
+            return "shutting down"
+        if indexer.failure is not None:
+            return f"indexer stopped: {indexer.failure}"
+        return None
+
+    app = web.Application(middlewares=[error_middleware(log)])
+    app[STATE] = state
+    app.router.add_get("/v1/notices", notices, allow_head=False)
+    app.router.add_get("/v1/status", status, allow_head=False)
+    add_common_routes(app, registry=registry, openapi=indexer_openapi(), not_ready=not_ready)
+    return app
+
+
+def _status(indexer: Indexer) -> dict[str, object]:
+    published = indexer.published
+    return {
+        "dispatched_position": indexer.reput_from,
+        "synced_position": indexer.synced_position,
+        "dispatch_behind_bytes": indexer.dispatch_behind_bytes,
+        "writer_generation": indexer.writer_generation,
+        "writer_committed_position": published["committed_position"] if published else None,
+        "failure": indexer.failure,
+    }
+
+
+def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
+    return [
+        GaugeSpec("mqstore_dispatch_behind_bytes",
+                  "Committed commit log bytes not yet in the consume queues and the index.",
+                  lambda: indexer.dispatch_behind_bytes),
+        GaugeSpec("mqstore_dispatch_position_bytes",
+                  "Commit log position dispatch has reached.", lambda: indexer.reput_from),
+        GaugeSpec("mqstore_dispatch_synced_position_bytes",
+                  "Commit log position below which consume queues are synced.",
+                  lambda: indexer.synced_position),
+        GaugeSpec("mqstore_consume_queues", "Consume queues in the store.",
+                  lambda: sum(1 for _ in indexer.queues)),
+        GaugeSpec("mqstore_notice_subscribers", "Notifiers connected to the notice stream.",
+                  lambda: hub.subscriber_count),
+        GaugeSpec("mqstore_notice_lines_sent", "Notice lines written to subscribers so far "
+                  "(a gauge read from the hub's counter).", lambda: hub.lines_sent_total),
+        GaugeSpec("mqstore_notice_queues_noticed", "Queue advances sent so far (a gauge read "
+                  "from the hub's counter).", lambda: hub.queues_noticed_total),
+    ]

@@ -1,0 +1,43 @@
+"""The indexer's OpenAPI document, served at `/openapi.json`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqstore.services.common import openapi
+
+STATUS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["dispatched_position", "synced_position", "dispatch_behind_bytes",
+                 "writer_generation", "writer_committed_position", "failure"],
+    "properties": {
+        "dispatched_position": {"type": "integer"},
+        "synced_position": {"type": "integer", "description":
+                            "Every record below it has its consume queue entry on disk."},
+        "dispatch_behind_bytes": {"type": "integer", "minimum": 0},
+        "writer_generation": {"type": "integer"},
+        "writer_committed_position": {"type": ["integer", "null"]},
+        "failure": {"type": ["string", "null"]},
+    },
+}
+
+
+def indexer_openapi() -> dict[str, Any]:
+    paths = {
+        "/v1/notices": {"get": {
+            "summary": "Stream of queue-advanced notices (NDJSON), for the notifiers.",
+            "description": "First line: {\"type\": \"snapshot\", \"queues\": [[topic, queue_id, "
+                           "min_offset, max_offset], ...]}; then {\"type\": \"advanced\", "
+                           "\"queues\": [[topic, queue_id, next_offset], ...]} and "
+                           "{\"type\": \"heartbeat\"} lines.",
+            "responses": {"200": {"description": "The stream.", "content": {
+                "application/x-ndjson": {"schema": {"type": "string"}}}}}}},
+        "/v1/status": {"get": {
+            "summary": "Dispatch position, lag and the writer generation followed.",
+            "responses": {"200": {"description": "Status.", "content": openapi.json_content(
+                {"$ref": "#/components/schemas/IndexerStatus"})}}}},
+    }
+    return openapi.document(title="mqstore reput/indexer", version="1",
+                            description="Builds consume queues and the index from the "
+                                        "commit log and streams notices to the notifiers.",
+                            paths=paths, schemas={"IndexerStatus": STATUS_SCHEMA})

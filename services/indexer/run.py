@@ -1,0 +1,71 @@
+"""`run_indexer(config)`: the reput/indexer process, from open to a graceful stop.
+
+    open the indexer (takes `indexer.lock`; a second indexer fails here) → dispatch runs in
+    its threads, up to what the writer publishes (it may start before the writer)
+    → serve the notice stream until SIGTERM or SIGINT
+    → end every stream, stop the listener, `indexer.close()` (dispatch catches up, consume
+      queues are synced, `dispatched` published, `indexer.abort` removed)
+
+Exit status: 0 after a clean stop, 1 if dispatch had stopped itself (the next start recovers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import ServiceConfig
+from mqstore.services.common.lifecycle import first_signal
+from mqstore.services.common.logs import configure_logging
+from mqstore.storage.indexer import Indexer
+
+from .app import STATE, create_app
+from .notices import NoticeHub
+
+log = logging.getLogger("mqstore.indexer")
+
+
+def run_indexer(config: ServiceConfig) -> int:
+    configure_logging(service="indexer", level=config.indexer.log_level)
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: ServiceConfig) -> int:
+    settings = config.indexer
+    indexer_ref: list[Indexer] = []
+
+    def snapshot() -> list[tuple[str, int, int, int]]:
+        return [(queue.topic, queue.queue_id, queue.min_offset, queue.max_offset)
+                for queue in indexer_ref[0].queues]
+
+    hub = NoticeHub(batch_latency_ms=settings.notice_batch_latency_ms,
+                    subscriber_lines_max=settings.notice_subscriber_lines_max,
+                    snapshot=snapshot)
+    indexer = Indexer.open(config.data_dir, config.store,
+                           listener=hub.threadsafe(asyncio.get_running_loop()))
+    indexer_ref.append(indexer)
+    try:
+        app = create_app(indexer, hub, settings)
+        runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
+                               access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, settings.host, settings.port)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+            log.info("listening", extra={"host": host, "port": port,
+                                         "data_dir": str(config.data_dir),
+                                         "config": config.source})
+            signum = await first_signal()
+            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            app[STATE].stopping = True
+            hub.close()
+        finally:
+            await runner.cleanup()
+    finally:
+        indexer.close()
+    log.info("stopped", extra={"clean": indexer.failure is None, "failure": indexer.failure})
+    return 0 if indexer.failure is None else 1
