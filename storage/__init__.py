@@ -7,9 +7,11 @@ The public API is re-exported here.
 from .checkpoint import CheckpointState
 from .config import FlushMode, PreallocateMethod, StoreConfig
 from .errors import (
+    AppendError,
     BufferPoolExhausted,
     ConfigError,
     MessageIllegalError,
+    RangeReadTimeoutError,
     SegmentCreateError,
     StoreClosedError,
     StoreError,
@@ -18,6 +20,7 @@ from .errors import (
     TopicNameError,
 )
 from .message import Message, PutResult, PutStatus, StoredMessage
+from .read_cache import ReadCacheStats
 from .reads import GetResult, GetStatus, NoRecordError
 from .record import SysFlag
 from .recovery import RecoveryMode, RecoveryReport
@@ -25,6 +28,7 @@ from .store import MessageStore
 from .topic import validate_topic
 
 __all__ = [
+    "AppendError",
     "BufferPoolExhausted",
     "CheckpointState",
     "ConfigError",
@@ -38,6 +42,8 @@ __all__ = [
     "PreallocateMethod",
     "PutResult",
     "PutStatus",
+    "RangeReadTimeoutError",
+    "ReadCacheStats",
     "RecoveryMode",
     "RecoveryReport",
     "SegmentCreateError",

@@ -30,6 +30,7 @@ from .config import StoreConfig
 from .encoder import MessageEncoder
 from .errors import BufferPoolExhausted, MessageIllegalError, SegmentCreateError
 from .message import Message, PutResult, PutStatus
+from .padding import PaddingEncoder, padding_size_bytes
 from .pool import TransientStorePool
 from .segment import CommitLogSegment
 from .segment_queue import SegmentQueue
@@ -77,6 +78,9 @@ class CommitLog:
         self._put_lock = threading.Lock()
         self._put_lock_timeout_s = config.put_lock_timeout_ms / 1000
         self._active = queue.last
+        self._padding = PaddingEncoder(encoder.store_host)
+        self.padding_totals = (0, 0)
+        """Fillers written by `seal_group` (group_commit_align_bytes): (count, bytes)."""
 
     # -- put -------------------------------------------------------------------------------
     def put(self, message: Message) -> PutResult:
@@ -227,6 +231,34 @@ class CommitLog:
         assert position == start + len(blob)
         segment.wrote_position = position
         self._queue.last_store_timestamp_ms = store_timestamp_ms
+
+    # -- group commit alignment ------------------------------------------------------------
+    def seal_group(self) -> tuple[int, int]:
+        """Before a group sync (`group_commit_align_bytes` set): under the put lock, end the
+        group on the next boundary with a filler record (see padding.py).  Returns the end
+        position of the group and the store time of its last record: the sync covers
+        exactly that, and records appended meanwhile wait for the next group."""
+        align_bytes = self._config.group_commit_align_bytes
+        assert align_bytes > 0
+        with self._put_lock:
+            segment = self._active
+            if segment is not None:
+                position = segment.wrote_position
+                physical_offset = segment.start_position + position
+                size = padding_size_bytes(position=physical_offset,
+                                          room_bytes=segment.size_bytes - position,
+                                          align_bytes=align_bytes,
+                                          size_bytes_min=self._padding.size_bytes_min)
+                if size:
+                    store_timestamp_ms = _time_ns() // 1_000_000
+                    segment.write_target[position:position + size] = self._padding.encode(
+                        size_bytes=size, physical_offset=physical_offset,
+                        store_timestamp_ms=store_timestamp_ms)
+                    segment.wrote_position = position + size
+                    self._queue.last_store_timestamp_ms = store_timestamp_ms
+                    count, total_bytes = self.padding_totals
+                    self.padding_totals = (count + 1, total_bytes + size)
+            return self._queue.wrote_position, self._queue.last_store_timestamp_ms
 
     # -- segments ----------------------------------------------------------------------------
     def _roll(self) -> CommitLogSegment:

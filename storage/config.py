@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import ipaddress
 
+from .config_checks import check_non_negative, check_positive, check_race, check_ratios
 from .errors import ConfigError
+from .hosts import parse_host
 
 PAGE_SIZE_BYTES = 4096
 """The OS page: the unit of commit and flush thresholds (RocketMQ `OS_PAGE_SIZE`)."""
@@ -139,6 +140,12 @@ class StoreConfig:
     sync_flush_timeout_ms: int = 5000
     """`syncFlushTimeout`: a sync-flush put not synced by then returns FLUSH_DISK_TIMEOUT."""
 
+    group_commit_align_bytes: int = 0
+    """Sync flush: before each group sync, pad the log with a filler record up to the next
+    multiple of this many bytes, so every group ends on a page boundary (seed 003's 4 KiB
+    alignment; 0 = off).  A power of two dividing `segment_size_bytes`.  `bench/race.py`
+    measures groups with it off and on."""
+
     checkpoint_interval_ms: int = 1000
     """How often the flush service persists the checkpoint after a flush moved it."""
 
@@ -188,6 +195,28 @@ class StoreConfig:
     """`maxTransferBytesOnMessageInMemory`: record bytes one `get` returns at most (the first
     message is returned whatever its size)."""
 
+    # -- race API (append / get_range) and its read cache ------------------------------------
+    range_read_wait_ms: int = 1000
+    """How long `get_range` waits for dispatch to put offsets the writer already assigned
+    into the consume queue (dispatch lags by about one 1 ms pass; 1 s means it is stalled)."""
+
+    read_cache_enabled: bool = False
+    """Keep appended data (and prefetched ranges) in memory for `get_range` (seed 003)."""
+
+    read_cache_capacity_bytes: int = 64 * MIB
+    """Bound on the cache's blocks, free or in use: 64 MiB holds ~7,500 race messages of
+    8.7 KiB (the mean of 100 B–17 KiB), about a second of appends at this disk's sync rate."""
+
+    read_cache_size_classes_bytes: tuple[int, ...] = (1024, 3584, 7168, 10752, 14336, 17920)
+    """Block sizes, ascending: a small class, then seed 003's 17 KiB range in five 3.5 KiB
+    steps.  Data larger than the last class is not cached."""
+
+    read_cache_prefetch_enabled: bool = True
+    """With the cache on, each `get_range` queues a background load of the next range."""
+
+    read_cache_prefetch_pending_max: int = 64
+    """Prefetches waiting for the one loader thread; more are dropped, not queued."""
+
     # -- index ---------------------------------------------------------------------------------
     index_enabled: bool = True
     """`messageIndexEnable`: index KEYS and UNIQ_KEY for `query_by_key`."""
@@ -233,7 +262,7 @@ class StoreConfig:
     """`RETRY_TIMES_OVER`: commit and flush attempts on close before giving up loudly."""
 
     def __post_init__(self) -> None:
-        _check_positive(self, "segment_size_bytes", "message_body_size_bytes_max",
+        check_positive(self, "segment_size_bytes", "message_body_size_bytes_max",
                         "put_batch_size_bytes_max", "put_lock_timeout_ms", "allocate_wait_ms",
                         "pool_buffer_count", "commit_interval_ms", "commit_thorough_interval_ms",
                         "flush_interval_ms", "flush_thorough_interval_ms",
@@ -246,9 +275,10 @@ class StoreConfig:
                         "queue_flush_thorough_interval_ms", "get_transfer_count_max",
                         "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
                         "index_query_results_max", "file_retention_hours", "clean_interval_ms",
-                        "delete_segments_per_pass_max")
-        _check_ratios(self)
-        _check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
+                        "delete_segments_per_pass_max", "range_read_wait_ms",
+                        "read_cache_capacity_bytes", "read_cache_prefetch_pending_max")
+        check_ratios(self)
+        check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
                             "preallocate_ahead_count", "queue_flush_pages_min")
         if self.consume_queue_file_size_bytes % 20:
             raise ConfigError(f"consume_queue_file_size_bytes={self.consume_queue_file_size_bytes}"
@@ -278,6 +308,7 @@ class StoreConfig:
             raise ConfigError(f"put_batch_size_bytes_max={self.put_batch_size_bytes_max} must "
                               f"hold at least one largest record ({record_bytes_max} bytes)")
         parse_host(self.store_host, setting="store_host")
+        check_race(self)
 
     @property
     def flush_sync(self) -> bool:
@@ -314,48 +345,3 @@ class StoreConfig:
 
 RECORD_FIXED_BYTES_MAX = 91 + 12 + 12 + 1
 """The largest fixed part of a record: v1 IPv4 is 91 bytes; +12 per IPv6 host; +1 for v2."""
-
-
-def parse_host(text: str, *, setting: str) -> tuple[bytes, int]:
-    """Parse "ip:port" or "[ipv6]:port" into the packed address and the port."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ConfigError(f"{setting}={text!r}: expected 'ip:port' or '[ipv6]:port'")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError as error:
-        raise ConfigError(f"{setting}={text!r}: {error}") from None
-    port = int(port_text)
-    if port > 0x7FFFFFFF:
-        raise ConfigError(f"{setting}={text!r}: port does not fit a signed 32-bit int")
-    return address.packed, port
-
-
-def _check_positive(config: StoreConfig, *names: str) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ConfigError(f"{name}={value!r} must be a positive integer")
-
-
-def _check_non_negative(config: StoreConfig, *names: str) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"{name}={value!r} must be a non-negative integer")
-
-
-def _check_ratios(config: StoreConfig) -> None:
-    for name in ("disk_max_used_ratio", "disk_clean_forcibly_ratio", "disk_warning_ratio"):
-        value = getattr(config, name)
-        if not isinstance(value, int | float) or not 0 < value <= 1:
-            raise ConfigError(f"{name}={value!r} must be a ratio in (0, 1]")
-    if not config.disk_max_used_ratio <= config.disk_clean_forcibly_ratio \
-            <= config.disk_warning_ratio:
-        raise ConfigError("need disk_max_used_ratio <= disk_clean_forcibly_ratio <= "
-                          "disk_warning_ratio: writes are refused only after forced deletion "
-                          "has had its chance")
-    if not all(isinstance(hour, int) and 0 <= hour <= 23 for hour in config.delete_hours):
-        raise ConfigError(f"delete_hours={config.delete_hours!r} must be hours 0..23")

@@ -5,6 +5,7 @@ and for each:
 
     message (NOT/COMMIT)  → consume queue entry (topic, queue id) at its QUEUEOFFSET
                           → index: topic#UNIQ_KEY and topic#key for each KEYS entry
+    group-commit filler   → nothing (topic rmq_sys_mqstore_padding, see padding.py)
     BLANK                 → jump to the next segment
     anything else         → DispatchCorruptError (never skipped silently)
 
@@ -29,6 +30,7 @@ from .config import StoreConfig
 from .consume_queues import ConsumeQueues
 from .errors import StoreError
 from .java_hash import java_string_hash
+from .padding import PADDING_TOPIC_BYTES
 from .properties import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
@@ -121,6 +123,8 @@ class Dispatcher:
         assert layout is not None
         topic_bytes, properties_bytes = record.topic_and_properties(mapping, position, layout,
                                                                     head)
+        if topic_bytes == PADDING_TOPIC_BYTES:
+            return  # a group commit's filler (padding.py): nothing to consume or index
         topic = topic_bytes.decode("ascii", "replace")
         properties = decode_properties(properties_bytes)
         tags = properties.get(PROPERTY_TAGS)

@@ -12,9 +12,11 @@ import time
 import zlib
 
 from . import record
-from .config import StoreConfig, parse_host
+from .config import StoreConfig
 from .errors import ConfigError, MessageIllegalError, TopicNameError
+from .hosts import parse_host
 from .message import Message
+from .padding import PADDING_TOPIC, PADDING_TOPIC_BYTES
 from .properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, encode_properties
 from .topic import validate_topic
 
@@ -110,6 +112,9 @@ class MessageEncoder:
             encoded = validate_topic(topic, size_bytes_max=self._config.topic_size_bytes_max)
         except TopicNameError as error:
             raise MessageIllegalError(str(error)) from None
+        if encoded == PADDING_TOPIC_BYTES:
+            raise MessageIllegalError(f"topic {PADDING_TOPIC!r} is reserved for the group "
+                                      f"commit's filler records")
         v2 = len(encoded) > record.TOPIC_LENGTH_V1_MAX
         tail = (self._layouts[False, v2].topic_tail(encoded), v2)
         if len(self._topic_tails) >= CACHE_ENTRIES_MAX:

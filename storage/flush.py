@@ -7,7 +7,9 @@
 * `GroupCommitService` (sync flush): producers park on a lock until their end position is
   synced; one fdatasync covers every producer that arrived while the previous one ran.  With
   the pool on it commits on demand first, so a parked producer never waits for the commit
-  service's thresholds (the latency cliff of RocketMQ #1372).
+  service's thresholds (the latency cliff of RocketMQ #1372).  With
+  `group_commit_align_bytes` it first seals the group (`CommitLog.seal_group`: a filler up
+  to the boundary) and counts as flushed exactly the sealed group.
 
 Every sync is `os.fdatasync`, which releases the GIL.  A failed sync raises out of `run_once`,
 which `ServiceThread` turns into a store stop.
@@ -19,6 +21,7 @@ import _thread
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .config import StoreConfig
 from .pool import TransientStorePool
@@ -97,7 +100,17 @@ class AsyncFlushService(ServiceThread):
         raise RuntimeError("flush did not catch up with the committed position on shutdown")
 
 
+class GroupCommitStats(NamedTuple):
+    syncs_total: int
+    """fdatasyncs that moved the flushed position: bytes per group = flushed bytes / this."""
+    padding_count: int
+    """Filler records written to align groups (`group_commit_align_bytes`)."""
+    padding_bytes_total: int
+
+
 Completion = Callable[[bool], None]
+SealGroup = Callable[[], tuple[int, int]]
+"""`CommitLog.seal_group`: pad to the alignment, return (group end position, its store time)."""
 """Called by the group commit thread with True once synced, False on timeout or failure."""
 
 
@@ -109,12 +122,15 @@ class GroupCommitService(ServiceThread):
     name = "group-commit"
 
     def __init__(self, queue: SegmentQueue, config: StoreConfig, *,
-                 commit: Callable[[], bool] | None, on_flushed: OnFlushed,
-                 on_fatal: FatalHandler) -> None:
+                 commit: Callable[[], bool] | None, seal: SealGroup | None,
+                 on_flushed: OnFlushed, on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
         self._queue = queue
         self._config = config
         self._commit = commit
+        self._seal = seal
+        self.syncs_total = 0
+        """fdatasyncs that moved the flushed position (bytes per group = flushed / this)."""
         self._on_flushed = on_flushed
         self._requests: list[tuple[int, float, Completion]] = []
         self._requests_lock = threading.Lock()
@@ -174,9 +190,11 @@ class GroupCommitService(ServiceThread):
         # A record may have rolled into the next segment: commit and flush walk forward,
         # and one more pass picks up anything written while the first sync ran.
         for _ in range(2):
+            group_end = self._seal() if self._seal is not None else None
             if self._commit is not None:
                 self._commit()
-            if self._queue.flush(pages_min=0):
+            if self._queue.flush(pages_min=0, group_end=group_end):
+                self.syncs_total += 1
                 self._on_flushed()
             if self._queue.flushed_where >= target_position:
                 return

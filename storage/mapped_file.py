@@ -143,9 +143,13 @@ class MappedFile:
         self.set_positions(position)
 
     # -- flush ---------------------------------------------------------------------------
-    def flush(self, *, pages_min: int) -> bool:
-        """fdatasync the file if enough is unflushed; True if the flushed position moved."""
+    def flush(self, *, pages_min: int, end_position: int | None = None) -> bool:
+        """fdatasync the file if enough is unflushed; True if the flushed position moved.
+        `end_position` caps what counts as flushed (a sealed group's end; the sync itself
+        writes every dirty page of the file)."""
         readable = self.read_position
+        if end_position is not None:
+            readable = min(readable, end_position)
         flushed = self.flushed_position
         if not able_to_sync(done=flushed, current=readable, full=readable == self.size_bytes,
                      pages_min=pages_min):

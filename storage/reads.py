@@ -21,7 +21,7 @@ until the result is released (`with store.get(...) as result:`).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from types import TracebackType
 
 from . import record
@@ -30,6 +30,7 @@ from .consume_queue_file import ENTRY_SIZE_BYTES, FILLER_SIZE, Entries
 from .errors import StoreError
 from .java_hash import java_string_hash
 from .message import StoredMessage, decode_stored
+from .padding import PADDING_TOPIC
 from .properties import PROPERTY_TAGS, PROPERTY_UNIQUE_KEY, decode_properties
 from .segment import CommitLogSegment
 
@@ -258,6 +259,40 @@ def key_matcher(topic: str, key: str, *, message_at: Callable[[int], StoredMessa
     return matches
 
 
+def message_at(find_segment: FindSegment, physical_offset: int, *,
+               log_range: tuple[int, int]) -> StoredMessage:
+    """Decode the record starting at `physical_offset` (`log_range` is for the error)."""
+    segment = find_segment(physical_offset)
+    if segment is None or not segment.hold():
+        raise NoRecordError(f"no segment holds physical offset {physical_offset} "
+                            f"(log is [{log_range[0]}, {log_range[1]}))")
+    try:
+        position = physical_offset - segment.start_position
+        check = record.check_record(segment.mapping, position, limit=segment.read_position,
+                                    expected_physical_offset=physical_offset, verify_crc=False)
+        if check.status is not record.RecordCheck.OK:
+            raise NoRecordError(f"no record starts at physical offset {physical_offset}: "
+                                f"{check.reason or check.status.value}")
+        return decode_stored(segment.mapping, position)
+    finally:
+        segment.release()
+
+
+def iter_messages(find_segment: FindSegment, start_position: int,
+                  end_position: int) -> Iterator[StoredMessage]:
+    """Every message in [start_position, end_position), segment by segment, each held while
+    it is read."""
+    position = start_position
+    while position < end_position:
+        segment = find_segment(position)
+        if segment is None or not segment.hold():
+            return
+        try:
+            position = yield from segment_messages(segment, position, end_position)
+        finally:
+            segment.release()
+
+
 def segment_messages(segment: CommitLogSegment, position: int,
                       end: int) -> Generator[StoredMessage, None, int]:
     """Yield the records of one held segment from `position`; return where the scan ended."""
@@ -268,7 +303,9 @@ def segment_messages(segment: CommitLogSegment, position: int,
         check = record.check_record(segment.mapping, relative, limit=segment.size_bytes,
                                     expected_physical_offset=physical, verify_crc=False)
         if check.status is record.RecordCheck.OK:
-            yield decode_stored(segment.mapping, relative)
+            message = decode_stored(segment.mapping, relative)
+            if message.topic != PADDING_TOPIC:  # a group commit's filler (padding.py)
+                yield message
             relative += check.size_bytes
         elif check.status is record.RecordCheck.BLANK:
             return segment.end_position

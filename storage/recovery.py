@@ -28,6 +28,7 @@ import logging
 
 from . import record
 from .checkpoint import CheckpointState, CheckpointValues
+from .padding import PADDING_TOPIC
 from .segment import CommitLogSegment, last_nonzero_end
 from .segment_queue import SegmentQueue
 
@@ -168,6 +169,8 @@ def _note_record(mapping: record.ReadableBuffer, position: int, result: record.C
         return  # prepared/rollback records take no queue offset (spec §1.6 step 6)
     assert result.layout is not None
     topic = _topic_of(mapping, position, result.layout, head)
+    if topic == PADDING_TOPIC:
+        return  # a group commit's filler takes no queue offset (padding.py)
     key = (topic, head.queue_id)
     if head.queue_offset + 1 > queue_offsets.get(key, 0):
         queue_offsets[key] = head.queue_offset + 1

@@ -132,19 +132,25 @@ class SegmentQueue:
                 self.committed_store_timestamp_ms = store_timestamp_ms
             return moved_any
 
-    def flush(self, *, pages_min: int) -> bool:
-        """fdatasync what is readable; True if the flushed position moved."""
+    def flush(self, *, pages_min: int, group_end: tuple[int, int] | None = None) -> bool:
+        """fdatasync what is readable; True if the flushed position moved.  `group_end`
+        (position, store time of its last record), from `CommitLog.seal_group`, caps it."""
         with self._flush_lock:
             # Captured before the positions are read: every record stamped at or before this
             # time is below the position the sync will cover.
             store_timestamp_ms = (self.committed_store_timestamp_ms if self.pooled
                                   else self.last_store_timestamp_ms)
+            end_position = None
+            if group_end is not None:
+                end_position, store_timestamp_ms = group_end
             moved_any = False
             while True:
                 segment = self.find(self.flushed_where) if self.segments else None
                 if segment is None:
                     break
-                moved_any |= segment.flush(pages_min=pages_min)
+                moved_any |= segment.flush(
+                    pages_min=pages_min, end_position=None if end_position is None
+                    else end_position - segment.start_position)
                 self.flushed_where = segment.start_position + segment.flushed_position
                 if segment.flushed_position < segment.size_bytes:
                     break

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 
-from . import reads, record
+from . import reads
 from .acknowledge import SyncAcknowledger
 from .allocator import SegmentAllocator
 from .commitlog import CommitLog
@@ -27,11 +27,12 @@ from .commitlog_reader import CommitLogReader
 from .config import StoreConfig
 from .dispatch import Dispatcher, DispatchService, Listener
 from .errors import StoreClosedError, StoreError
-from .flush import AsyncFlushService, CommitService, GroupCommitService
-from .message import Message, PutResult, PutStatus, StoredMessage, decode_stored
+from .flush import AsyncFlushService, CommitService, GroupCommitService, GroupCommitStats
+from .message import Message, PutResult, PutStatus, StoredMessage
 from .pool import TransientStorePool
 from .publisher import PositionsPublisher, chain, positions_snapshot
 from .queue_flush import QueueFlushService
+from .race import RaceApi
 from .reads import GetResult, NoRecordError
 from .retention import RetentionService
 from .service_thread import ServiceThread
@@ -77,6 +78,9 @@ class MessageStore:
         self._sync_acks: SyncAcknowledger | None = None
         self._dispatch_service: DispatchService | None = None
         self._start_services()
+        self.race = RaceApi(self, config, on_fatal=self._on_fatal, wake_dispatch=(
+            self._dispatch_service.wakeup if self._dispatch_service is not None else None))
+        """`append` / `get_range` (race.py), with `race.cache` the read cache if enabled."""
 
     # -- open and close --------------------------------------------------------------------
     @classmethod
@@ -97,7 +101,7 @@ class MessageStore:
             opened.lock.release()
             raise
         if store._dispatch_service is not None:
-            store._dispatch_service.listener = listener
+            store._dispatch_service.listener = store.race.listener(listener)
         opened.abort.create()
         log.info("opened %s: recovery %s, log [%d, %d)", directory, opened.report.mode.value,
                  store.min_position, store.max_position)
@@ -112,7 +116,8 @@ class MessageStore:
             self._commitlog.after_append = self._commit_service.wakeup
         if config.flush_sync:
             commit = self._commit_service.commit_now if self._commit_service else None
-            self._group_commit = GroupCommitService(queue, config, commit=commit,
+            seal = self._commitlog.seal_group if config.group_commit_align_bytes else None
+            self._group_commit = GroupCommitService(queue, config, commit=commit, seal=seal,
                                                     on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal)
             self._services.append(self._group_commit)
@@ -158,6 +163,7 @@ class MessageStore:
             return
         self._closed = True
         self._update_refusal()
+        self.race.close()
         # Creation order: commit, flush, dispatch (catches up), queue flush (thorough).
         for service in self._services:
             service.stop()
@@ -219,40 +225,28 @@ class MessageStore:
             self._sync_acks.submit(results, lambda: future.set_result(results))
         return future
 
+    def append(self, topic: str, queue_id: int, data: bytes) -> int:
+        """The race API (seed 003): the queue offset of `data`, once synced; see race.py."""
+        return self.race.append(topic, queue_id, data)
+
+    def get_range(self, topic: str, queue_id: int, offset: int,
+                  fetch_num: int) -> dict[int, bytes]:
+        """Up to `fetch_num` bodies from `offset`, keyed 0..n-1; see race.py."""
+        return self.race.get_range(topic, queue_id, offset, fetch_num)
+
     # -- read ---------------------------------------------------------------------------
     def message_at(self, physical_offset: int) -> StoredMessage:
         """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`)."""
         self._check_open()
-        segment = self._queue.find(physical_offset)
-        if segment is None or not segment.hold():
-            raise NoRecordError(f"no segment holds physical offset {physical_offset} "
-                                f"(log is [{self.min_position}, {self.max_position}))")
-        try:
-            position = physical_offset - segment.start_position
-            check = record.check_record(segment.mapping, position, limit=segment.read_position,
-                                        expected_physical_offset=physical_offset,
-                                        verify_crc=False)
-            if check.status is not record.RecordCheck.OK:
-                raise NoRecordError(f"no record starts at physical offset {physical_offset}: "
-                                    f"{check.reason or check.status.value}")
-            return decode_stored(segment.mapping, position)
-        finally:
-            segment.release()
+        return reads.message_at(self._queue.find, physical_offset,
+                                log_range=(self.min_position, self.max_position))
 
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
-        """Every record from `start_position` (a record start; default: the log's start) to
-        the readable end, in physical order, BLANK records skipped."""
+        """Every message from `start_position` (a record start; default: the log's start) to
+        the readable end, in physical order; BLANK records and group-commit fillers skipped."""
         self._check_open()
-        position = self.min_position if start_position is None else start_position
-        end = self.max_position
-        while position < end:
-            segment = self._queue.find(position)
-            if segment is None or not segment.hold():
-                return
-            try:
-                position = yield from reads.segment_messages(segment, position, end)
-            finally:
-                segment.release()
+        start = self.min_position if start_position is None else start_position
+        return reads.iter_messages(self._queue.find, start, self.max_position)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
             tags: Sequence[str] | None = None) -> GetResult:
@@ -340,6 +334,12 @@ class MessageStore:
     def failure(self) -> str | None:
         """Why the store stopped accepting writes (a failed sync), or None."""
         return self._failure
+
+    @property
+    def group_commit_stats(self) -> GroupCommitStats:
+        """Syncs of the group commit (none under async flush) and the fillers it wrote."""
+        syncs = self._group_commit.syncs_total if self._group_commit is not None else 0
+        return GroupCommitStats(syncs, *self._commitlog.padding_totals)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         return self._commitlog.queue_offsets.get((topic, queue_id), 0)

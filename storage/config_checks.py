@@ -1,0 +1,57 @@
+"""The checks `StoreConfig.__post_init__` runs that are more than one comparison.
+
+Each raises `ConfigError` naming the settings involved and what would make them work.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .config import StoreConfig
+
+
+def check_positive(config: StoreConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"{name}={value!r} must be a positive integer")
+
+
+def check_non_negative(config: StoreConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{name}={value!r} must be a non-negative integer")
+
+
+def check_race(config: StoreConfig) -> None:
+    align = config.group_commit_align_bytes
+    if (not isinstance(align, int) or isinstance(align, bool) or align < 0
+            or align & (align - 1) or config.segment_size_bytes % max(align, 1)):
+        raise ConfigError(f"group_commit_align_bytes={align!r} must be 0 (off) or a power of "
+                          f"two dividing segment_size_bytes={config.segment_size_bytes}")
+    classes = config.read_cache_size_classes_bytes
+    if not classes or any(not isinstance(size, int) or size <= 0 for size in classes) \
+            or list(classes) != sorted(set(classes)):
+        raise ConfigError(f"read_cache_size_classes_bytes={classes!r} must be positive block "
+                          f"sizes, strictly ascending")
+    if classes[-1] > config.read_cache_capacity_bytes:
+        raise ConfigError(f"read_cache_capacity_bytes={config.read_cache_capacity_bytes} must "
+                          f"hold one block of the largest size class ({classes[-1]} bytes)")
+
+
+def check_ratios(config: StoreConfig) -> None:
+    for name in ("disk_max_used_ratio", "disk_clean_forcibly_ratio", "disk_warning_ratio"):
+        value = getattr(config, name)
+        if not isinstance(value, int | float) or not 0 < value <= 1:
+            raise ConfigError(f"{name}={value!r} must be a ratio in (0, 1]")
+    if not config.disk_max_used_ratio <= config.disk_clean_forcibly_ratio \
+            <= config.disk_warning_ratio:
+        raise ConfigError("need disk_max_used_ratio <= disk_clean_forcibly_ratio <= "
+                          "disk_warning_ratio: writes are refused only after forced deletion "
+                          "has had its chance")
+    if not all(isinstance(hour, int) and 0 <= hour <= 23 for hour in config.delete_hours):
+        raise ConfigError(f"delete_hours={config.delete_hours!r} must be hours 0..23")
