@@ -35,6 +35,7 @@ from .commitlog_reader import CommitLogReader
 from .config import StoreConfig
 from .consume_queues import ConsumeQueues
 from .dispatch import Dispatcher, DispatchService, Listener
+from .errors import StoreFormatError
 from .index_service import IndexService
 from .indexer_repair import cut_torn_queue_tails
 from .lockfile import AbortMarker, StoreLock
@@ -100,6 +101,8 @@ class Indexer:
         self.writer_generation = previous[1]["writer_generation"] if previous else 0
         self.synced_position = min(previous[1]["synced_position"], reput_from) if previous else 0
         self._positions: PositionsFile | None = None
+        self.positions_problem: str | None = None
+        """Why the writer's `positions` cannot be read (dispatch waits meanwhile), or None."""
         self.published: dict[str, int] | None = None
         self.min_position = 0
         self._dispatch = DispatchService(self.dispatcher, config,
@@ -128,12 +131,19 @@ class Indexer:
         return max(published["committed_position"], self.dispatcher.reput_from)
 
     def _poll_positions(self) -> dict[str, int] | None:
-        if self._positions is None:
-            try:
-                self._positions = PositionsFile(self.directory / POSITIONS_FILE, writable=False)
-            except FileNotFoundError:
-                return None
-        found = self._positions.read()
+        try:
+            if self._positions is None:
+                self._positions = PositionsFile(self.directory / POSITIONS_FILE,
+                                                writable=False)
+            found = self._positions.read()
+        except FileNotFoundError:
+            return None  # no writer has opened the directory yet
+        except StoreFormatError as error:
+            if self.positions_problem is None:
+                log.error("cannot read the writer's positions; dispatch waits: %s", error)
+            self.positions_problem = str(error)
+            return None
+        self.positions_problem = None
         self.published = found[1] if found is not None else None
         return self.published
 

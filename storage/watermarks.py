@@ -65,11 +65,10 @@ class WatermarkFile:
         self.path = path
         self.writable = writable
         self._fields = struct.Struct(f">{len(self.FIELDS)}q")
-        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+        if writable and not path.exists():
+            _create(path)
+        fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC)
         try:
-            if writable and os.fstat(fd).st_size < WATERMARK_FILE_SIZE_BYTES:
-                os.ftruncate(fd, WATERMARK_FILE_SIZE_BYTES)
             if os.fstat(fd).st_size < WATERMARK_FILE_SIZE_BYTES:
                 raise StoreFormatError(f"{path}: {os.fstat(fd).st_size} bytes, a watermark "
                                        f"file has {WATERMARK_FILE_SIZE_BYTES}")
@@ -126,6 +125,18 @@ class WatermarkFile:
 
     def close(self) -> None:
         self._map.close()
+
+
+def _create(path: Path) -> None:
+    """Create the file at full size under a temporary name and rename it into place: a reader
+    polling for it finds either nothing or the whole page, never a short file."""
+    temporary = path.with_name(path.name + ".creating")
+    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        os.ftruncate(fd, WATERMARK_FILE_SIZE_BYTES)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
 
 
 class PositionsFile(WatermarkFile):

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import first_signal
+from mqstore.services.common.lifecycle import stop_reason
 from mqstore.services.common.logs import configure_logging
 from mqstore.storage.indexer import Indexer
 
@@ -59,8 +58,8 @@ async def _serve(config: ServiceConfig) -> int:
             log.info("listening", extra={"host": host, "port": port,
                                          "data_dir": str(config.data_dir),
                                          "config": config.source})
-            signum = await first_signal()
-            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            reason = await stop_reason(lambda: indexer.failure)
+            log.info("stopping", extra={"reason": reason})
             app[STATE].stopping = True
             hub.close()
         finally:
