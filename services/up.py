@@ -1,0 +1,188 @@
+"""`mqstore up`: the three services as separate processes on one local directory.
+
+    writer   (mqstore writer   --config F)   appends; publishes `positions`
+    indexer  (mqstore indexer  --config F)   dispatches up to them; streams notices
+    notifier (mqstore notifier --config F)   serves consumers from the notices
+
+The same processes the containers of a Broker pod run, with the same config file (given with
+`--config`, or a minimal one naming `--data`); ports come in as `MQSTORE_<SERVICE>__PORT`
+overrides.  `up` supervises them: it waits until each answers /readyz, prints the URLs, and
+restarts one that dies (after `restart_backoff_ms`, doubling to `restart_backoff_max_ms`),
+because every service recovers from its files on start.  Ctrl-C or SIGTERM stops them in the
+order that loses nothing: notifier (no more reads), writer (drains, flushes), then the indexer
+(dispatches up to the writer's final positions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from mqstore.services.common.config_file import NotifierSettings
+
+SERVICES = ("writer", "indexer", "notifier")
+STOP_ORDER = ("notifier", "writer", "indexer")
+START_ORDER = ("indexer", "writer", "notifier")
+
+
+@dataclasses.dataclass
+class UpOptions:
+    data_dir: Path
+    ports: dict[str, int]
+    host: str = "127.0.0.1"
+    config: Path | None = None
+    ready_timeout_s: float = 60.0
+    stop_timeout_s: float = 60.0
+    restart_backoff_ms: int = 500
+    restart_backoff_max_ms: int = 10_000
+
+
+@dataclasses.dataclass
+class Child:
+    name: str
+    process: subprocess.Popen[bytes]
+    started_s: float
+    backoff_ms: int
+
+
+class Supervisor:
+    def __init__(self, options: UpOptions, *, say: Callable[[str], None]) -> None:
+        self.options = options
+        self._say = say
+        self._children: dict[str, Child] = {}
+        self._config_path = options.config or _minimal_config(options.data_dir)
+        self._owns_config = options.config is None
+        self._stopping = False
+
+    def url(self, name: str) -> str:
+        return f"http://{self.options.host}:{self.options.ports[name]}"
+
+    def _environment(self) -> dict[str, str]:
+        environment = dict(os.environ)
+        environment["MQSTORE_DATA_DIR"] = str(self.options.data_dir)
+        for name in SERVICES:
+            environment[f"MQSTORE_{name.upper()}__HOST"] = self.options.host
+            environment[f"MQSTORE_{name.upper()}__PORT"] = str(self.options.ports[name])
+        if "indexer_url" in {field.name for field in dataclasses.fields(NotifierSettings)}:
+            environment["MQSTORE_NOTIFIER__INDEXER_URL"] = self.url("indexer")
+        return environment
+
+    def _spawn(self, name: str, backoff_ms: int) -> Child:
+        command = [sys.executable, "-m", "mqstore.services.cli", name,
+                   "--config", str(self._config_path)]
+        # A session of its own: the terminal's Ctrl-C reaches `up` only, which then stops
+        # the services in an order that loses nothing.
+        process = subprocess.Popen(command, env=self._environment(), stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        child = Child(name, process, time.monotonic(), backoff_ms)
+        self._children[name] = child
+        return child
+
+    def start(self) -> None:
+        for name in START_ORDER:
+            self._spawn(name, self.options.restart_backoff_ms)
+            self._wait_ready(name)
+            self._say(f"{name:<8} {self.url(name)}")
+
+    def _wait_ready(self, name: str) -> None:
+        deadline = time.monotonic() + self.options.ready_timeout_s
+        child = self._children[name]
+        while time.monotonic() < deadline:
+            if child.process.poll() is not None:
+                raise RuntimeError(f"{name} exited with status {child.process.returncode} "
+                                   f"while starting (its log is above)")
+            if _ready(self.url(name)):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{name} did not become ready within "
+                           f"{self.options.ready_timeout_s:.0f} s at {self.url(name)}")
+
+    def watch_once(self) -> None:
+        """Restart any child that exited (unless stopping)."""
+        for name, child in list(self._children.items()):
+            code = child.process.poll()
+            if code is None or self._stopping:
+                continue
+            ran_s = time.monotonic() - child.started_s
+            backoff_ms = (self.options.restart_backoff_ms if ran_s > 60
+                          else min(child.backoff_ms * 2, self.options.restart_backoff_max_ms))
+            self._say(f"{name} exited with status {code}; restarting in {backoff_ms} ms")
+            time.sleep(backoff_ms / 1000)
+            self._spawn(name, backoff_ms)
+
+    def stop(self) -> dict[str, int | None]:
+        """SIGTERM each child in STOP_ORDER and wait for it; returns the exit codes."""
+        self._stopping = True
+        codes: dict[str, int | None] = {}
+        for name in STOP_ORDER:
+            child = self._children.get(name)
+            if child is None:
+                continue
+            if child.process.poll() is None:
+                child.process.send_signal(signal.SIGTERM)
+            try:
+                codes[name] = child.process.wait(self.options.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self._say(f"{name} did not stop within {self.options.stop_timeout_s:.0f} s; "
+                          f"killing it (its next start recovers)")
+                child.process.kill()
+                codes[name] = child.process.wait()
+        if self._owns_config:
+            self._config_path.unlink(missing_ok=True)
+        return codes
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=1) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _minimal_config(data_dir: Path) -> Path:
+    handle, name = tempfile.mkstemp(prefix="mqstore-up-", suffix=".yaml")
+    with os.fdopen(handle, "w") as file:
+        file.write(f"# written by `mqstore up`; removed when it stops\ndata_dir: {data_dir}\n")
+    return Path(name)
+
+
+def run_up(options: UpOptions, *, say: Callable[[str], None]) -> int:
+    options.data_dir.mkdir(parents=True, exist_ok=True)
+    supervisor = Supervisor(options, say=say)
+    stop_requested: list[int] = []
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop_requested.append(signum)
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        supervisor.start()
+        say("mqstore is up; Ctrl-C stops it")
+        while not stop_requested:
+            supervisor.watch_once()
+            time.sleep(0.2)
+        say("stopping: notifier, writer, indexer")
+    except RuntimeError as error:
+        say(str(error))
+        supervisor.stop()
+        return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    codes = supervisor.stop()
+    unclean = {name: code for name, code in codes.items() if code != 0}
+    if unclean:
+        say(f"stopped; not clean: {unclean}")
+        return 1
+    say("stopped cleanly")
+    return 0
