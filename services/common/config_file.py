@@ -1,0 +1,316 @@
+"""The one config file every service, the CLI and the operator's ConfigMap read.
+
+    data_dir: /data                     # the store directory (required)
+    store:                              # exactly the StoreConfig fields (storage/config.py)
+      segment_size_bytes: 1073741824
+      flush_mode: sync                  # enums by value
+    writer:                             # WriterSettings below
+      port: 8081
+    indexer: {port: 8082}
+    notifier: {port: 8083}
+
+Precedence, lowest first: the dataclass defaults, the file, then environment variables
+`MQSTORE_<SECTION>__<FIELD>` (`MQSTORE_STORE__FLUSH_MODE=sync`, `MQSTORE_WRITER__PORT=8081`)
+and `MQSTORE_DATA_DIR`.  A variable text is coerced by the field's type: ints, floats, bools
+(true/false/1/0/yes/no), enums by value, and `tuple[int, ...]` as "4,5".  Unknown sections,
+fields or `MQSTORE_*__*` variables, wrong types and bad values are a `ConfigError` naming the
+key and where it came from; nothing is silently ignored or defaulted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mqstore.storage import ConfigError, StoreConfig
+
+ENV_PREFIX = "MQSTORE_"
+ENV_DATA_DIR = "MQSTORE_DATA_DIR"
+MIB = 1 << 20
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServiceSettings:
+    """What every service has: where it listens, how long it drains, how much it logs."""
+
+    host: str = "0.0.0.0"
+    """Listen address.  All interfaces: in a pod the probes and Prometheus come from outside."""
+
+    port: int = 0
+    """Listen port; 0 lets the OS choose (tests).  The `listening` log line names it."""
+
+    shutdown_timeout_ms: int = 10_000
+    """On SIGTERM: how long in-flight requests may run after the listener closed.  Well under
+    Kubernetes' 30 s termination grace, which must also cover the store's final flush."""
+
+    log_level: str = "info"
+    """One of debug, info, warning, error."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port={self.port} must be in 0..65535")
+        if self.shutdown_timeout_ms <= 0:
+            raise ConfigError(f"shutdown_timeout_ms={self.shutdown_timeout_ms} must be positive")
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(f"log_level={self.log_level!r} must be one of "
+                              f"{', '.join(LOG_LEVELS)}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WriterSettings(ServiceSettings):
+    """The commitlog-writer's HTTP bounds (see services/writer)."""
+
+    port: int = 8081
+
+    request_body_size_bytes_max: int = 8 * MIB
+    """Largest request body read into memory.  8 MiB carries one 4 MiB body as base64 JSON,
+    or a binary batch of 8,000 messages of 1 KiB; larger requests get 413 before any read."""
+
+    batch_messages_max: int = 10_000
+    """Messages per batch request.  Bounds the reply: 10,000 JSON results are about 1.5 MB."""
+
+    topic_queue_count: int = 8
+    """Queues per topic (RocketMQ `defaultTopicQueueNums`): a message without a queue id goes
+    to the next of 0..N-1 round robin, and an explicit queue id must be below N (each queue
+    is a directory and a consume queue file, so clients must not create them at will)."""
+
+    retry_after_s: int = 1
+    """Retry-After of a 503 (busy store).  HTTP counts in whole seconds; 1 s is the least
+    that is not "now", and a pool buffer or the put lock frees well within it."""
+
+    access_log_enabled: bool = False
+    """One log line per request.  Off: at 10k requests/s it would cost more than the put."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
+                     "retry_after_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IndexerSettings(ServiceSettings):
+    """The reput/indexer service (services/indexer): its notice stream's bounds."""
+
+    port: int = 8082
+
+    notice_batch_latency_ms: int = 2
+    """The most a notice waits to share a line with others: at high rates one line per 2 ms
+    carries every queue that moved; after a quiet spell a notice goes out at once."""
+
+    notice_subscriber_lines_max: int = 10_000
+    """Lines queued for one notifier; one that falls this far behind is disconnected (it
+    reconnects and starts from a fresh snapshot) instead of growing memory."""
+
+    notice_heartbeat_interval_ms: int = 1000
+    """A heartbeat line when nothing moved: lets a notifier tell a quiet stream from a dead
+    one."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("notice_batch_latency_ms", "notice_subscriber_lines_max",
+                     "notice_heartbeat_interval_ms"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NotifierSettings(ServiceSettings):
+    """The pull-notifier service (its own bounds are added with it)."""
+
+    port: int = 8083
+
+
+SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
+                                  "indexer": IndexerSettings, "notifier": NotifierSettings}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServiceConfig:
+    """The whole file, loaded and checked."""
+
+    data_dir: Path
+    store: StoreConfig
+    writer: WriterSettings
+    indexer: IndexerSettings
+    notifier: NotifierSettings
+    source: str = "defaults"
+    """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
+
+    def __post_init__(self) -> None:
+        # One largest message must fit in a request in any encoding: base64 body (4/3),
+        # properties as JSON text, and 4 KiB for topic, tags and syntax.
+        needed = (self.store.message_body_size_bytes_max * 4 // 3
+                  + self.store.properties_size_bytes_max + 4096)
+        if self.writer.request_body_size_bytes_max < needed:
+            raise ConfigError(
+                f"{self.source}: writer.request_body_size_bytes_max="
+                f"{self.writer.request_body_size_bytes_max} cannot carry one largest message "
+                f"(store.message_body_size_bytes_max={self.store.message_body_size_bytes_max}"
+                f" as base64 plus properties): it must be at least {needed}")
+
+
+def load_config(path: str | Path | None, *,
+                environ: Mapping[str, str] | None = None) -> ServiceConfig:
+    """Read `path` (None: defaults only), apply the environment, check everything."""
+    environ = os.environ if environ is None else environ
+    source = str(path) if path is not None else "defaults"
+    document = _read_yaml(Path(path)) if path is not None else {}
+    values: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    data_dir: object = None
+    for key, section in document.items():
+        if key == "data_dir":
+            data_dir = section
+            continue
+        if key not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section {key!r}; expected data_dir, "
+                              f"{', '.join(SECTIONS)}")
+        values[key].update(_section_from_yaml(key, section, source=source))
+    data_dir = _apply_environment(values, data_dir, environ)
+    if not isinstance(data_dir, str) or not data_dir:
+        raise ConfigError(f"{source}: data_dir is required (a directory path), got "
+                          f"{data_dir!r}; set it in the file or as {ENV_DATA_DIR}")
+    built = {name: _build(name, cls, values[name], source=source)
+             for name, cls in SECTIONS.items()}
+    return ServiceConfig(data_dir=Path(data_dir), source=source, **built)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: the file must hold a mapping of sections, not "
+                          f"{type(document).__name__}")
+    return document
+
+
+def _section_from_yaml(section: str, body: object, *, source: str) -> dict[str, Any]:
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise ConfigError(f"{source}: {section} must be a mapping of settings, not "
+                          f"{type(body).__name__}")
+    types = _field_types(SECTIONS[section])
+    values = {}
+    for name, value in body.items():
+        where = f"{source}: {section}.{name}"
+        if name not in types:
+            raise ConfigError(f"{where}: unknown setting; {section} has "
+                              f"{', '.join(sorted(types))}")
+        values[name] = _from_yaml(value, types[name], where=where)
+    return values
+
+
+def _apply_environment(values: dict[str, dict[str, Any]], data_dir: object,
+                       environ: Mapping[str, str]) -> object:
+    for variable, text in sorted(environ.items()):
+        if variable == ENV_DATA_DIR:
+            data_dir = text
+            continue
+        if not variable.startswith(ENV_PREFIX) or "__" not in variable:
+            continue
+        section, _, name = variable[len(ENV_PREFIX):].lower().partition("__")
+        where = f"environment {variable}"
+        if section not in SECTIONS:
+            raise ConfigError(f"{where}: unknown section {section!r}; expected "
+                              f"{', '.join(SECTIONS)}")
+        types = _field_types(SECTIONS[section])
+        if name not in types:
+            raise ConfigError(f"{where}: unknown setting {section}.{name}")
+        values[section][name] = _from_text(text, types[name], where=where)
+    return data_dir
+
+
+def _build(section: str, cls: type[Any], values: dict[str, Any], *, source: str) -> Any:
+    try:
+        return cls(**values)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {section}: {error}") from None
+
+
+def _field_types(section_class: type[Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(section_class)
+    return {field.name: hints[field.name] for field in dataclasses.fields(section_class)}
+
+
+def _from_yaml(value: object, kind: Any, *, where: str) -> object:
+    """Check a YAML value against the field type: no silent conversions (a quoted "8081"
+    is a string, and a string is not a port)."""
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return _enum_value(kind, value, where=where)
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind in (bool, str) and isinstance(value, kind):
+        return value
+    if typing.get_origin(kind) is tuple and isinstance(value, list):
+        if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+            return tuple(value)
+        raise ConfigError(f"{where}: {value!r} must be a list of integers")
+    raise ConfigError(f"{where}: {value!r} is {_yaml_type(value)}; expected "
+                      f"{_type_name(kind)}")
+
+
+def _from_text(text: str, kind: Any, *, where: str) -> object:
+    """Coerce an environment variable's text by the field type."""
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return _enum_value(kind, text, where=where)
+    try:
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+        if typing.get_origin(kind) is tuple:
+            return tuple(int(item) for item in text.split(",") if item.strip())
+    except ValueError:
+        raise ConfigError(f"{where}: {text!r} is not {_type_name(kind)}") from None
+    if kind is bool:
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ConfigError(f"{where}: {text!r} is not a boolean (true/false/1/0/yes/no)")
+    assert kind is str, f"no coercion for {kind}"
+    return text
+
+
+def _enum_value(kind: type[enum.Enum], value: object, *, where: str) -> enum.Enum:
+    for member in kind:
+        if member.value == value:
+            return member
+    choices = ", ".join(str(member.value) for member in kind)
+    raise ConfigError(f"{where}: {value!r} is not one of {choices}")
+
+
+def _type_name(kind: Any) -> str:
+    if typing.get_origin(kind) is tuple:
+        return "a list of integers"
+    names = {int: "an integer", float: "a number", bool: "a boolean (true/false)",
+             str: "a string"}
+    return names.get(kind, str(kind))
+
+
+def _yaml_type(value: object) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a mapping", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
