@@ -3,6 +3,7 @@
     mqstore produce DIR [--count N] ...   the embedded main job: write, read back, report
     mqstore inspect DIR                   segments, positions, records, checkpoint, queues, index
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
+    mqstore writer --config FILE          run the commitlog-writer service until SIGTERM
 
 Exit codes: 0 success, 1 the store is corrupt (verify) or the job failed, 2 bad input
 (argparse's own convention for usage errors, kept for every input error).
@@ -28,6 +29,7 @@ from mqstore.storage import (
     MessageStore,
     StoreConfig,
     StoreError,
+    StoreLockedError,
 )
 from mqstore.storage.checkpoint import read_checkpoint
 from mqstore.storage.scrub import (
@@ -84,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="CRC-check every record (read-only)")
     verify.add_argument("directory", type=Path)
     verify.set_defaults(handler=_verify)
+
+    writer = commands.add_parser("writer", help="run the commitlog-writer service")
+    writer.add_argument("--config", type=Path, required=True,
+                        help="the services' YAML config file (MQSTORE_* variables override it)")
+    writer.set_defaults(handler=_writer)
     return parser
 
 
@@ -220,6 +227,18 @@ def _verify(arguments: argparse.Namespace) -> int:
         return EXIT_CORRUPT
     print(f"OK: {records} records in {len(summaries)} segments, every body CRC matches")
     return 0
+
+
+def _writer(arguments: argparse.Namespace) -> int:
+    # Imported here: the other commands need neither aiohttp nor prometheus-client.
+    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.writer import run_writer  # noqa: PLC0415
+
+    config = load_config(arguments.config)
+    try:
+        return run_writer(config)
+    except StoreLockedError as error:
+        raise UsageError(str(error)) from None
 
 
 if __name__ == "__main__":

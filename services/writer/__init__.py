@@ -1,1 +1,10 @@
-"""commitlog-writer: the only process that appends to `commitlog/`."""
+"""commitlog-writer: the only process that appends to `commitlog/`.
+
+`create_app(store, settings)` builds the aiohttp application (tests serve it in-process);
+`run_writer(config)` is the process (`mqstore writer --config FILE`).
+"""
+
+from .app import create_app
+from .run import run_writer
+
+__all__ = ["create_app", "run_writer"]

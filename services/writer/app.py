@@ -1,0 +1,68 @@
+"""`create_app(store, settings)`: the writer's aiohttp application, a pure builder.
+
+    POST /v1/topics/{topic}/messages         one JSON message
+    POST /v1/topics/{topic}/messages/batch   {"messages": [...]}, one topic
+    POST /v1/batch                           binary batch (wire.BatchCodec), any topics
+    GET  /healthz /readyz /metrics /openapi.json
+
+The caller owns the store: `run.run_writer` opens it before and closes it after the app.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.http import add_common_routes, error_middleware
+from mqstore.storage import MessageStore
+
+from .handlers import WriterHandlers
+from .metrics import WriterMetrics
+from .openapi import writer_openapi
+
+log = logging.getLogger("mqstore.writer")
+
+PUT_ROUTES = frozenset({"put_message", "put_topic_batch", "put_batch"})
+
+
+@dataclasses.dataclass
+class WriterState:
+    stopping: bool = False
+    """Set when shutdown begins: /readyz answers 503 so no new traffic is routed here."""
+
+
+STATE = web.AppKey("writer_state", WriterState)
+METRICS = web.AppKey("writer_metrics", WriterMetrics)
+
+
+def create_app(store: MessageStore, settings: WriterSettings) -> web.Application:
+    metrics = WriterMetrics(store)
+    handlers = WriterHandlers(store, settings, metrics)
+    state = WriterState()
+    # Middlewares run outermost first: metrics sees the final code of every answer,
+    # including the errors the error middleware shapes.
+    app = web.Application(client_max_size=settings.request_body_size_bytes_max,
+                          middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log)])
+    app[STATE] = state
+    app[METRICS] = metrics
+    router = app.router
+    router.add_post("/v1/topics/{topic}/messages", handlers.put_message, name="put_message")
+    router.add_post("/v1/topics/{topic}/messages/batch", handlers.put_topic_batch,
+                    name="put_topic_batch")
+    router.add_post("/v1/batch", handlers.put_batch, name="put_batch")
+
+    def not_ready() -> str | None:
+        if state.stopping:
+            return "shutting down"
+        if store.failure is not None:
+            return f"store stopped: {store.failure}"
+        if store.closed:
+            return "store is closed"
+        return None
+
+    add_common_routes(app, registry=metrics.registry, openapi=writer_openapi(),
+                      not_ready=not_ready)
+    return app

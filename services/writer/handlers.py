@@ -1,0 +1,142 @@
+"""The writer's views: parse and check (requests.py), put, shape the answer (statuses.py).
+
+Under async flush a put is a copy into memory (microseconds), so the views call the store
+directly on the event loop.  Under sync flush they call `store.submit`/`submit_batch` and
+await the future, which the group commit completes from its thread after the sync: the loop
+never waits on fsync, and many requests share one sync.  The put itself can still wait on
+the loop, boundedly: for a segment roll (`allocate_wait_ms`) or a pool buffer
+(`pool_borrow_timeout_ms`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.http import json_response
+from mqstore.services.common.wire import (
+    BATCH_MEDIA_TYPE,
+    RESULT_MEDIA_TYPE,
+    BatchCodec,
+    ResultCodec,
+    ResultRow,
+    WireFormatError,
+)
+from mqstore.storage import Message, MessageStore, PutResult
+
+from .metrics import WriterMetrics
+from .requests import (
+    MessageRules,
+    bad_request,
+    read_json,
+    require_media_type,
+    wire_message_from_json,
+)
+from .statuses import SUCCESS_HTTP_STATUS, refusal
+
+NOT_SYNCED_NOTE = ("written and readable, but its sync was not confirmed in time: durability "
+                   "NOT confirmed")
+
+
+class WriterHandlers:
+    def __init__(self, store: MessageStore, settings: WriterSettings,
+                 metrics: WriterMetrics) -> None:
+        self._store = store
+        self._settings = settings
+        self._metrics = metrics
+        self._rules = MessageRules(store.config, settings)
+        self._sync = store.config.flush_sync
+
+    # -- views ------------------------------------------------------------------------------
+    async def put_message(self, request: web.Request) -> web.Response:
+        """POST /v1/topics/{topic}/messages: one JSON message."""
+        topic = request.match_info["topic"]
+        document = await read_json(request)
+        self._rules.check_topic(topic, where="topic")
+        wire = wire_message_from_json(document, topic=topic, where="message")
+        messages = self._rules.store_messages([wire], where="message", batch=False)
+        results = await self._put(messages)
+        return json_response(_result_json(results[0], messages[0].queue_id),
+                             http_status=SUCCESS_HTTP_STATUS[results[0].status])
+
+    async def put_topic_batch(self, request: web.Request) -> web.Response:
+        """POST /v1/topics/{topic}/messages/batch: {"messages": [...]} of one topic."""
+        topic = request.match_info["topic"]
+        document = await read_json(request)
+        self._rules.check_topic(topic, where="topic")
+        if not isinstance(document, dict) or document.keys() != {"messages"}:
+            raise bad_request('the body must be an object with one field, "messages"')
+        items = document["messages"]
+        limit = self._settings.batch_messages_max
+        if not isinstance(items, list) or not 0 < len(items) <= limit:
+            raise bad_request(f"messages must be an array of 1..{limit} messages "
+                              f"(batch_messages_max)")
+        wires = [wire_message_from_json(item, topic=topic, where=f"messages[{index}]")
+                 for index, item in enumerate(items)]
+        messages = self._rules.store_messages(wires, where="messages", batch=True)
+        results = await self._put(messages)
+        return self._json_results(messages, results)
+
+    async def put_batch(self, request: web.Request) -> web.Response:
+        """POST /v1/batch: a binary batch (wire.BatchCodec), possibly of several topics."""
+        require_media_type(request, BATCH_MEDIA_TYPE)
+        raw = await request.read()
+        try:
+            wires = BatchCodec.decode(raw, messages_max=self._settings.batch_messages_max)
+        except WireFormatError as error:
+            raise bad_request(f"malformed batch: {error}") from None
+        messages = self._rules.store_messages(wires, where="message", batch=True)
+        results = await self._put(messages)
+        if RESULT_MEDIA_TYPE not in request.headers.get("Accept", ""):
+            return self._json_results(messages, results)
+        rows = [ResultRow(result.status.value, message.queue_id, result.queue_offset,
+                          result.physical_offset, result.store_timestamp_ms)
+                for message, result in zip(messages, results, strict=True)]
+        # A msg id is the store host (address + port) and the 8-byte physical offset.
+        store_host_packed = bytes.fromhex(results[0].msg_id)[:-8]
+        body = ResultCodec.encode(rows, store_host_packed=store_host_packed)
+        return web.Response(status=SUCCESS_HTTP_STATUS[results[0].status], body=body,
+                            content_type=RESULT_MEDIA_TYPE)
+
+    # -- helpers ----------------------------------------------------------------------------
+    async def _put(self, messages: list[Message]) -> list[PutResult]:
+        """Store `messages` (one put or one batch put); raise the refusal if nothing was
+        stored.  A batch's results share one status (the store is all or nothing)."""
+        store = self._store
+        if self._sync:
+            if len(messages) == 1:
+                results = [await asyncio.wrap_future(store.submit(messages[0]))]
+            else:
+                results = await asyncio.wrap_future(store.submit_batch(messages))
+        else:
+            results = [store.put(messages[0])] if len(messages) == 1 else \
+                store.put_batch(messages)
+        status = results[0].status
+        assert results[-1].status is status, "a batch's results share one status"
+        self._metrics.count_messages(status, len(results))
+        if status not in SUCCESS_HTTP_STATUS:
+            raise refusal(status, results[0].reason, store=store,
+                          retry_after_s=self._settings.retry_after_s)
+        return results
+
+    def _json_results(self, messages: Sequence[Message],
+                      results: Sequence[PutResult]) -> web.Response:
+        documents = [_result_json(result, message.queue_id)
+                     for message, result in zip(messages, results, strict=True)]
+        return json_response({"results": documents},
+                             http_status=SUCCESS_HTTP_STATUS[results[0].status])
+
+
+def _result_json(result: PutResult, queue_id: int) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "status": result.status.value, "msg_id": result.msg_id, "queue_id": queue_id,
+        "queue_offset": result.queue_offset, "physical_offset": result.physical_offset,
+        "store_timestamp_ms": result.store_timestamp_ms}
+    if result.reason:
+        document["reason"] = f"{NOT_SYNCED_NOTE}: {result.reason}"
+    return document
+

@@ -1,0 +1,129 @@
+"""The writer's OpenAPI document, built beside its handlers and served at `/openapi.json`.
+
+The binary layouts are documented once, in `wire.BatchCodec` and `wire.ResultCodec`; their
+docstrings are the descriptions here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from mqstore.services.common import openapi
+from mqstore.services.common.wire import (
+    BATCH_MEDIA_TYPE,
+    RESULT_MEDIA_TYPE,
+    STATUS_NAMES,
+    BatchCodec,
+    ResultCodec,
+)
+
+from . import statuses
+
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
+                               "schema": {"type": "string"}}}
+
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Exactly one of body and body_base64.",
+    "properties": {
+        "body": {"type": "string", "description": "The body as UTF-8 text."},
+        "body_base64": {"type": "string", "description": "The body, base64 (binary bodies)."},
+        "queue_id": {"type": ["integer", "null"], "minimum": 0, "description":
+                     "0..topic_queue_count-1; null or absent: the writer chooses (round robin)."},
+        "tags": {"type": ["string", "null"]},
+        "keys": {"type": "array", "items": {"type": "string"},
+                 "description": "Lookup keys (no spaces), indexed for queries by key."},
+        "properties": {"type": ["object", "null"], "additionalProperties": {"type": "string"},
+                       "description": "User properties (not TAGS or KEYS)."},
+    },
+}
+
+PUT_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["status", "msg_id", "queue_id", "queue_offset", "physical_offset",
+                 "store_timestamp_ms"],
+    "properties": {
+        "status": {"type": "string", "enum": ["PUT_OK", "FLUSH_DISK_TIMEOUT"]},
+        "msg_id": {"type": "string", "description":
+                   "RocketMQ offset msg id: hex of store host + physical offset."},
+        "queue_id": {"type": "integer"},
+        "queue_offset": {"type": "integer"},
+        "physical_offset": {"type": "integer"},
+        "store_timestamp_ms": {"type": "integer"},
+        "reason": {"type": "string", "description": "Present with FLUSH_DISK_TIMEOUT."},
+    },
+}
+
+PUT_RESULTS_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["results"],
+    "properties": {"results": {"type": "array",
+                               "items": {"$ref": "#/components/schemas/PutResult"}}}}
+
+
+def _refusals() -> dict[str, Any]:
+    ref = openapi.error_response
+    return {
+        "400": ref("Bad request (malformed body, wrong types) or an illegal message; "
+                   "nothing was stored."),
+        "413": ref("Request, a body, or a batch's bodies over their bounds; nothing stored."),
+        "415": ref("Wrong Content-Type."),
+        "500": ref("A segment could not be created (CREATE_MAPPED_FILE_FAILED)."),
+        "503": ref("Busy (OS_PAGECACHE_BUSY: put lock or pool exhausted) or the store "
+                   "stopped; retry after Retry-After.", headers=RETRY_AFTER),
+        "507": ref("Disk full: retention refuses writes until it frees space."),
+    }
+
+
+def _put(summary: str, request: dict[str, Any], ok: dict[str, Any],
+         parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"post": {
+        "summary": summary,
+        "parameters": parameters,
+        "requestBody": {"required": True, "content": request},
+        "responses": {
+            "200": {"description": "Stored (and synced, under sync flush).", "content": ok},
+            "202": {"description": "FLUSH_DISK_TIMEOUT: written and readable, but the sync "
+                                   "was not confirmed: durability NOT confirmed.", "content": ok},
+            **_refusals(),
+        }}}
+
+
+def writer_openapi() -> dict[str, Any]:
+    topic = [{"name": "topic", "in": "path", "required": True,
+              "schema": {"type": "string", "pattern": "^[%|a-zA-Z0-9_-]+$"}}]
+    results = openapi.json_content({"$ref": "#/components/schemas/PutResults"})
+    paths = {
+        "/v1/topics/{topic}/messages": _put(
+            "Store one message.",
+            openapi.json_content({"$ref": "#/components/schemas/Message"}),
+            openapi.json_content({"$ref": "#/components/schemas/PutResult"}), topic),
+        "/v1/topics/{topic}/messages/batch": _put(
+            "Store a batch of messages of one topic (all or nothing).",
+            openapi.json_content({"type": "object", "additionalProperties": False,
+                                  "required": ["messages"], "properties": {"messages": {
+                                      "type": "array", "minItems": 1,
+                                      "items": {"$ref": "#/components/schemas/Message"}}}}),
+            results, topic),
+        "/v1/batch": _put(
+            "Store a binary batch, possibly of several topics (all or nothing).  Results are "
+            f"JSON unless Accept names {RESULT_MEDIA_TYPE}.",
+            {BATCH_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary",
+                                           "description": inspect.cleandoc(
+                                               BatchCodec.__doc__ or "")}}},
+            {**results, RESULT_MEDIA_TYPE: {"schema": {
+                "type": "string", "format": "binary",
+                "description": inspect.cleandoc(ResultCodec.__doc__ or "") +
+                "\n\nStatus codes: " + ", ".join(
+                    f"{code} {name}" for code, name in enumerate(STATUS_NAMES))}}},
+            []),
+    }
+    return openapi.document(
+        title="mqstore commitlog-writer", version="1",
+        description="Appends messages to the commit log.\n\n" + inspect.cleandoc(
+            statuses.__doc__ or ""),
+        paths=paths,
+        schemas={"Message": MESSAGE_SCHEMA, "PutResult": PUT_RESULT_SCHEMA,
+                 "PutResults": PUT_RESULTS_SCHEMA})

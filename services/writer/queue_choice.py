@@ -1,0 +1,28 @@
+"""Which queue a message goes to when its producer names none.
+
+Round robin per topic over `topic_queue_count` queues, as RocketMQ's default producer
+selector does: the load spreads evenly and consumers of every queue get work.  Hashing the
+keys would be the other choice (messages of one key stay in order in one queue); producers
+that need that name the queue themselves.  A batch request takes one choice per topic, so
+its messages of a topic stay contiguous in one queue, as a RocketMQ batch does.
+"""
+
+from __future__ import annotations
+
+TOPICS_REMEMBERED_MAX = 65_536
+"""Bound on remembered topics; a full table is cleared (choices then restart at queue 0)."""
+
+
+class RoundRobinQueues:
+    def __init__(self, *, queue_count: int) -> None:
+        assert queue_count > 0
+        self.queue_count = queue_count
+        self._next: dict[str, int] = {}
+
+    def choose(self, topic: str) -> int:
+        queue_id = self._next.get(topic, 0)
+        if len(self._next) >= TOPICS_REMEMBERED_MAX and topic not in self._next:
+            self._next.clear()
+        self._next[topic] = (queue_id + 1) % self.queue_count
+        assert 0 <= queue_id < self.queue_count
+        return queue_id

@@ -1,0 +1,193 @@
+"""Request bodies to store messages: parse, check every rule, choose queues, or refuse.
+
+Everything a request can get wrong is found here, before the store is touched, so a refused
+request writes nothing.  Answers:
+
+| problem                                                         | HTTP | status         |
+|-----------------------------------------------------------------|------|----------------|
+| wrong Content-Type                                              | 415  | UNSUPPORTED_   |
+|                                                                 |      | MEDIA_TYPE     |
+| body over `request_body_size_bytes_max` (aiohttp refuses it)    | 413  | REQUEST_ENTITY_|
+|                                                                 |      | TOO_LARGE      |
+| junk JSON, wrong JSON shape or types, unknown fields, bad batch | 400  | BAD_REQUEST    |
+| topic characters or length, queue id, empty body, reserved      | 400  | MESSAGE_ILLEGAL|
+| property names                                                  |      |                |
+| a body over `message_body_size_bytes_max`, or the bodies of one | 413  | MESSAGE_ILLEGAL|
+| request over `put_batch_size_bytes_max`                         |      |                |
+
+The store checks the rest (properties, keys, encoded sizes) and refuses a whole batch when
+one message is illegal.  Errors name the message: `messages[3].queue_id` for JSON,
+`message 3` for binary batches.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+from collections.abc import Sequence
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.wire import WireMessage
+from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
+from mqstore.storage.properties import PROPERTY_KEYS, PROPERTY_TAGS
+
+from .queue_choice import RoundRobinQueues
+
+MESSAGE_FIELDS = frozenset({"body", "body_base64", "queue_id", "tags", "keys", "properties"})
+RESERVED_PROPERTIES = frozenset({PROPERTY_TAGS, PROPERTY_KEYS})
+"""Set through the `tags` and `keys` fields; a second spelling would silently lose one."""
+
+
+def bad_request(reason: str) -> ServiceError:
+    return ServiceError(400, "BAD_REQUEST", reason)
+
+
+def illegal(reason: str, *, http_status: int = 400) -> ServiceError:
+    return ServiceError(http_status, "MESSAGE_ILLEGAL", reason)
+
+
+def require_media_type(request: web.Request, media_type: str) -> None:
+    if request.content_type != media_type:
+        raise ServiceError(415, "UNSUPPORTED_MEDIA_TYPE",
+                           f"Content-Type must be {media_type}, not "
+                           f"{request.content_type or 'absent'}")
+
+
+async def read_json(request: web.Request) -> object:
+    require_media_type(request, JSON_MEDIA_TYPE)
+    raw = await request.read()
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError as error:
+        raise bad_request(f"request body is not UTF-8: {error.reason}") from None
+    except json.JSONDecodeError as error:
+        raise bad_request(f"request body is not valid JSON: {error}") from None
+
+
+def wire_message_from_json(document: object, *, topic: str, where: str) -> WireMessage:
+    """One JSON message object (see the OpenAPI `Message` schema) as a `WireMessage`."""
+    if not isinstance(document, dict):
+        raise bad_request(f"{where} must be a JSON object, not {_json_type(document)}")
+    unknown = document.keys() - MESSAGE_FIELDS
+    if unknown:
+        raise bad_request(f"{where} has unknown field(s) {sorted(unknown)}; known: "
+                          f"{sorted(MESSAGE_FIELDS)}")
+    body = _json_body(document, where=where)
+    queue_id = document.get("queue_id")
+    if queue_id is not None and (not isinstance(queue_id, int) or isinstance(queue_id, bool)):
+        raise illegal(f"{where}.queue_id must be an integer or null, not {_json_type(queue_id)}")
+    tags = document.get("tags")
+    if tags is not None and not isinstance(tags, str):
+        raise illegal(f"{where}.tags must be a string or null, not {_json_type(tags)}")
+    keys = document.get("keys", [])
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise illegal(f"{where}.keys must be a list of strings")
+    properties = document.get("properties")
+    if properties is not None and (not isinstance(properties, dict) or not all(
+            isinstance(value, str) for value in properties.values())):
+        raise illegal(f"{where}.properties must be an object of strings")
+    texts = [tags or "", *keys, *(properties or {}).keys(), *(properties or {}).values()]
+    _check_utf8(texts, where=where)
+    return WireMessage(topic, body, queue_id, tags, tuple(keys), properties or None)
+
+
+def _check_utf8(texts: Sequence[str], *, where: str) -> None:
+    """JSON can carry lone surrogates (\\ud800), which no UTF-8 record can hold."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise illegal(f"{where}: {text[:40]!r} is not valid Unicode text (a lone "
+                          f"surrogate)") from None
+
+
+def _json_body(document: dict[str, object], *, where: str) -> bytes:
+    text, encoded = document.get("body"), document.get("body_base64")
+    if (text is None) == (encoded is None):
+        raise bad_request(f"{where} needs exactly one of body (UTF-8 text) and body_base64")
+    if text is not None:
+        if not isinstance(text, str):
+            raise bad_request(f"{where}.body must be a string, not {_json_type(text)}")
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise bad_request(f"{where}.body is not valid Unicode text (a lone surrogate); "
+                              f"send binary bodies as body_base64") from None
+    if not isinstance(encoded, str):
+        raise bad_request(f"{where}.body_base64 must be a string, not {_json_type(encoded)}")
+    try:
+        return binascii.a2b_base64(encoded, strict_mode=True)
+    except binascii.Error as error:
+        raise bad_request(f"{where}.body_base64 is not valid base64: {error}") from None
+
+
+class MessageRules:
+    """The writer's checks on messages, and the queue choice for messages without one."""
+
+    def __init__(self, config: StoreConfig, settings: WriterSettings) -> None:
+        self._topic_size_bytes_max = config.topic_size_bytes_max
+        self._body_size_bytes_max = config.message_body_size_bytes_max
+        self._batch_size_bytes_max = config.put_batch_size_bytes_max
+        self._queue_count = settings.topic_queue_count
+        self.queues = RoundRobinQueues(queue_count=settings.topic_queue_count)
+
+    def check_topic(self, topic: str, *, where: str) -> None:
+        try:
+            validate_topic(topic, size_bytes_max=self._topic_size_bytes_max)
+        except TopicNameError as error:
+            raise illegal(f"{where}: {error}") from None
+
+    def store_messages(self, messages: Sequence[WireMessage], *,
+                       where: str, batch: bool) -> list[Message]:
+        """Check every message and choose queues (one per topic for the whole request);
+        the first problem raises, naming `where` (with `[index]` for a batch)."""
+        chosen: dict[str, int] = {}
+        body_max, queue_count = self._body_size_bytes_max, self._queue_count
+        total_bytes = 0
+        result = []
+        for index, message in enumerate(messages):
+            topic, body, queue_id = message.topic, message.body, message.queue_id
+            if topic not in chosen:
+                self.check_topic(topic, where=_at(where, index, batch) + ".topic")
+                chosen[topic] = -1
+            if queue_id is None:
+                queue_id = chosen[topic]
+                if queue_id < 0:
+                    queue_id = chosen[topic] = self.queues.choose(topic)
+            elif not 0 <= queue_id < queue_count:
+                raise illegal(f"{_at(where, index, batch)}.queue_id={queue_id} must be in "
+                              f"0..{queue_count - 1} (topic_queue_count={queue_count})")
+            size = len(body)
+            if not 0 < size <= body_max:
+                raise self._body_size_error(size, where=_at(where, index, batch) + ".body")
+            total_bytes += size
+            if message.properties is not None and not RESERVED_PROPERTIES.isdisjoint(
+                    message.properties):
+                raise illegal(f"{_at(where, index, batch)}.properties must not set "
+                              f"{sorted(RESERVED_PROPERTIES)}: use the tags and keys fields")
+            result.append(Message(topic, queue_id, body, message.tags, message.keys,
+                                  message.properties))
+        if total_bytes > self._batch_size_bytes_max:
+            raise illegal(f"the request's bodies total {total_bytes} bytes; one put holds at "
+                          f"most {self._batch_size_bytes_max} (put_batch_size_bytes_max)",
+                          http_status=413)
+        return result
+
+    def _body_size_error(self, size: int, *, where: str) -> ServiceError:
+        if size == 0:
+            return illegal(f"{where} is empty (RocketMQ refuses empty bodies too)")
+        return illegal(f"{where} is {size} bytes; the maximum is {self._body_size_bytes_max} "
+                       f"(message_body_size_bytes_max)", http_status=413)
+
+
+def _at(where: str, index: int, batch: bool) -> str:
+    return f"{where}[{index}]" if batch else where
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)

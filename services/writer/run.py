@@ -1,0 +1,86 @@
+"""`run_writer(config)`: the commitlog-writer process, from open to a graceful stop.
+
+    open the store (takes the single-writer lock; a second writer fails here)
+    → serve until SIGTERM or SIGINT
+    → /readyz 503, stop accepting, let in-flight requests finish (`shutdown_timeout_ms`)
+    → store.close(): drains commit and flush, writes the checkpoint, removes `abort`
+
+Exit status: 0 after a clean stop, 1 if the store had stopped itself (a failed sync: the
+abort marker stays and the next open recovers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import signal
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import ServiceConfig
+from mqstore.services.common.logs import configure_logging
+from mqstore.storage import ConfigError, MessageStore, StoreConfig
+
+from .app import STATE, create_app
+
+log = logging.getLogger("mqstore.writer")
+
+
+def run_writer(config: ServiceConfig) -> int:
+    """Run until a signal; return the process exit status."""
+    if not __debug__:
+        raise ConfigError("the writer refuses to run under python -O: its asserts guard "
+                          "invariants of the data it writes")
+    configure_logging(service="writer", level=config.writer.log_level)
+    return asyncio.run(_serve(config))
+
+
+def writer_store_config(store: StoreConfig) -> StoreConfig:
+    """The writer of the three services: the indexer process dispatches, so the writer does
+    not, and it publishes its positions for the indexer to read."""
+    return dataclasses.replace(store, dispatch_enabled=False, positions_publish_enabled=True)
+
+
+async def _serve(config: ServiceConfig) -> int:
+    settings = config.writer
+    store = MessageStore.open(config.data_dir, writer_store_config(config.store))
+    try:
+        app = create_app(store, settings)
+        access_log = log.getChild("access") if settings.access_log_enabled else None
+        runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
+                               access_log=access_log)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, settings.host, settings.port)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+            log.info("listening", extra={"host": host, "port": port,
+                                         "data_dir": str(config.data_dir),
+                                         "flush_mode": config.store.flush_mode.value,
+                                         "config": config.source})
+            signum = await _first_signal()
+            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            app[STATE].stopping = True
+        finally:
+            await runner.cleanup()
+    finally:
+        store.close()
+    failure = store.failure
+    log.info("stopped", extra={"clean": failure is None, "failure": failure})
+    return 0 if failure is None else 1
+
+
+async def _first_signal() -> int:
+    loop = asyncio.get_running_loop()
+    received: asyncio.Future[int] = loop.create_future()
+    # The handlers stay until the loop closes: a second signal during the drain is ignored
+    # rather than interrupting the store's close.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _settle, received, signum)
+    return await received
+
+
+def _settle(received: asyncio.Future[int], signum: int) -> None:
+    if not received.done():
+        received.set_result(signum)
