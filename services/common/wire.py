@@ -51,6 +51,10 @@ class WireMessage(NamedTuple):
     properties: Mapping[str, str] | None = None
 
 
+ResultFields = tuple[str, int, int, int, int]
+"""status, queue_id, queue_offset, physical_offset, store_timestamp_ms."""
+
+
 class ResultRow(NamedTuple):
     """One stored message's outcome."""
 
@@ -246,7 +250,8 @@ class ResultCodec:
     assert ROW.size == 29
 
     @classmethod
-    def encode(cls, rows: Sequence[ResultRow], *, store_host_packed: bytes) -> bytes:
+    def encode(cls, rows: Sequence[ResultFields], *, store_host_packed: bytes) -> bytes:
+        """`rows` are `ResultRow`s or plain tuples in its field order (cheaper to build)."""
         assert len(store_host_packed) in (8, 20), store_host_packed
         row_pack = cls.ROW.pack
         codes = STATUS_CODES

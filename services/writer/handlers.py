@@ -23,7 +23,6 @@ from mqstore.services.common.wire import (
     RESULT_MEDIA_TYPE,
     BatchCodec,
     ResultCodec,
-    ResultRow,
     WireFormatError,
 )
 from mqstore.storage import Message, MessageStore, PutResult
@@ -93,8 +92,8 @@ class WriterHandlers:
         results = await self._put(messages)
         if RESULT_MEDIA_TYPE not in request.headers.get("Accept", ""):
             return self._json_results(messages, results)
-        rows = [ResultRow(result.status.value, message.queue_id, result.queue_offset,
-                          result.physical_offset, result.store_timestamp_ms)
+        rows = [(result.status.value, message.queue_id, result.queue_offset,
+                 result.physical_offset, result.store_timestamp_ms)
                 for message, result in zip(messages, results, strict=True)]
         # A msg id is the store host (address + port) and the 8-byte physical offset.
         store_host_packed = bytes.fromhex(results[0].msg_id)[:-8]
