@@ -1,12 +1,13 @@
 """`run_writer(config)`: the commitlog-writer process, from open to a graceful stop.
 
     open the store (takes the single-writer lock; a second writer fails here)
-    → serve until SIGTERM or SIGINT
+    → serve until SIGTERM or SIGINT, or until the store stops itself (a failed sync)
     → /readyz 503, stop accepting, let in-flight requests finish (`shutdown_timeout_ms`)
     → store.close(): drains commit and flush, writes the checkpoint, removes `abort`
 
-Exit status: 0 after a clean stop, 1 if the store had stopped itself (a failed sync: the
-abort marker stays and the next open recovers).
+Exit status: 0 after a clean stop, 1 if the store had stopped itself: a failed sync is
+fatal, so the writer exits for its supervisor (Kubernetes, `mqstore up`) to restart it, and
+the next open recovers from the files (the abort marker stays).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import signal
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import ServiceConfig
+from mqstore.services.common.lifecycle import stop_reason
 from mqstore.services.common.logs import configure_logging
 from mqstore.storage import ConfigError, MessageStore, StoreConfig
 
@@ -59,8 +60,8 @@ async def _serve(config: ServiceConfig) -> int:
                                          "data_dir": str(config.data_dir),
                                          "flush_mode": config.store.flush_mode.value,
                                          "config": config.source})
-            signum = await _first_signal()
-            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+            reason = await stop_reason(lambda: store.failure)
+            log.info("stopping", extra={"reason": reason})
             app[STATE].stopping = True
         finally:
             await runner.cleanup()
@@ -70,17 +71,3 @@ async def _serve(config: ServiceConfig) -> int:
     log.info("stopped", extra={"clean": failure is None, "failure": failure})
     return 0 if failure is None else 1
 
-
-async def _first_signal() -> int:
-    loop = asyncio.get_running_loop()
-    received: asyncio.Future[int] = loop.create_future()
-    # The handlers stay until the loop closes: a second signal during the drain is ignored
-    # rather than interrupting the store's close.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, _settle, received, signum)
-    return await received
-
-
-def _settle(received: asyncio.Future[int], signum: int) -> None:
-    if not received.done():
-        received.set_result(signum)
