@@ -127,9 +127,66 @@ class IndexerSettings(ServiceSettings):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class NotifierSettings(ServiceSettings):
-    """The pull-notifier service (its own bounds are added with it)."""
+    """The pull-notifier service (services/notifier): long polling, notices, group offsets."""
 
     port: int = 8083
+
+    indexer_url: str = "http://127.0.0.1:8082"
+    """Where the indexer serves `GET /v1/notices` (in a pod the containers share localhost).
+    Empty: no stream; held pulls then wake only on the `refresh_interval_ms` pass."""
+
+    pull_wait_ms_max: int = 30_000
+    """Longest `wait_ms` a pull may ask to be held.  RocketMQ's push consumer suspends for
+    15 s within a 30 s client timeout; longer holds only tie up sockets."""
+
+    held_requests_max: int = 1_000
+    """Pulls held at once; beyond it a pull that would wait gets 503 + Retry-After.  Each holds
+    a socket and a future: 1,000 stays under the common 1,024 open-files soft limit."""
+
+    pull_messages_max: int = 256
+    """Largest `max_messages` of one pull or group poll: bounds one answer at about 350 KB
+    of JSON for 1 KiB bodies (a single queue's get is also capped by get_transfer_count_max)."""
+
+    refresh_interval_ms: int = 1_000
+    """How often the follower re-reads `dispatched` and `positions` and lists the queues: new
+    queues, files retention deleted, and (while the stream is down) new data."""
+
+    notice_silence_max_ms: int = 5_000
+    """A stream silent this long (no line, not even the 1 s heartbeat) is dropped and
+    reconnected: five missed heartbeats."""
+
+    notice_reconnect_initial_ms: int = 100
+    """First wait before reconnecting to the indexer; doubles per failure, with jitter."""
+
+    notice_reconnect_max_ms: int = 5_000
+    """Ceiling of that wait: an indexer restart (recovery of a few files) takes about this."""
+
+    notice_line_bytes_max: int = 16 * MIB
+    """Longest stream line read: a snapshot names every queue in ~50 bytes, so 16 MiB carries
+    over 300,000 queues."""
+
+    offsets_lock_timeout_ms: int = 5_000
+    """How long a group offsets commit waits for another replica's commit of the same group
+    (each holds the lock for one small write and two syncs); then 503."""
+
+    retry_after_s: int = 1
+    """Retry-After of a 503 (too many held pulls, offsets lock busy)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("pull_wait_ms_max", "held_requests_max", "pull_messages_max",
+                     "refresh_interval_ms", "notice_silence_max_ms",
+                     "notice_reconnect_initial_ms", "notice_reconnect_max_ms",
+                     "notice_line_bytes_max", "offsets_lock_timeout_ms", "retry_after_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
+        if self.notice_reconnect_initial_ms > self.notice_reconnect_max_ms:
+            raise ConfigError(f"notice_reconnect_initial_ms={self.notice_reconnect_initial_ms}"
+                              f" must not exceed notice_reconnect_max_ms="
+                              f"{self.notice_reconnect_max_ms}")
+        if self.indexer_url and not self.indexer_url.startswith(("http://", "https://")):
+            raise ConfigError(f"indexer_url={self.indexer_url!r} must be http://host:port "
+                              f"(or empty: no notice stream)")
 
 
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,

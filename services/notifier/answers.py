@@ -1,0 +1,44 @@
+"""Shaping what the notifier answers: one JSON object per message, the same everywhere.
+
+    {"topic": "Orders", "queue_id": 3, "queue_offset": 17, "physical_offset": 1048576,
+     "msg_id": "7F00000100002A9F0000000000100000", "store_timestamp_ms": ...,
+     "born_timestamp_ms": ..., "tags": "created", "keys": ["order-17"],
+     "properties": {"region": "eu"}, "body_base64": "..."}
+
+`properties` leaves out TAGS and KEYS (they are the `tags` and `keys` fields); the body is
+copied out of the mapped segment while the read is held, as base64.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from mqstore.storage import GetResult, StoredMessage
+from mqstore.storage.properties import PROPERTY_KEYS, PROPERTY_TAGS
+
+_SHOWN_SEPARATELY = frozenset({PROPERTY_TAGS, PROPERTY_KEYS})
+
+
+def message_json(message: StoredMessage) -> dict[str, Any]:
+    return {
+        "topic": message.topic,
+        "queue_id": message.queue_id,
+        "queue_offset": message.queue_offset,
+        "physical_offset": message.physical_offset,
+        "msg_id": message.msg_id,
+        "store_timestamp_ms": message.store_timestamp_ms,
+        "born_timestamp_ms": message.born_timestamp_ms,
+        "tags": message.tags,
+        "keys": list(message.keys),
+        "properties": {name: value for name, value in message.properties.items()
+                       if name not in _SHOWN_SEPARATELY},
+        "body_base64": base64.b64encode(message.body).decode("ascii"),
+    }
+
+
+def pull_json(result: GetResult) -> dict[str, Any]:
+    """A single-queue pull's answer (call it before the result is released)."""
+    return {"status": result.status.value, "next_offset": result.next_offset,
+            "min_offset": result.min_offset, "max_offset": result.max_offset,
+            "messages": [message_json(message) for message in result.messages]}

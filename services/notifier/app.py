@@ -1,0 +1,129 @@
+"""`create_app(follower, offsets, settings)`: the pull-notifier's aiohttp application.
+
+    GET  /v1/topics/{topic}/queues/{queue_id}/messages   pull by offset, long polling
+    POST /v1/groups/{group}/topics/{topic}/poll          a group's poll across a topic
+    POST /v1/groups/{group}/offsets                      commit offsets
+    GET  /v1/groups/{group}/offsets?topic=               fetch offsets
+    GET  /v1/topics/{topic}/messages?key=                lookup by key
+    GET  /v1/topics/{topic}/queues/{queue_id}/offset-by-time?timestamp_ms=
+    GET  /v1/messages/{physical_offset}                  lookup by commit log position
+    GET  /v1/topics, /v1/topics/{topic}/queues           topics; queues with min/max offsets
+    GET  /healthz /readyz /metrics /openapi.json
+
+A pure builder: nothing starts until the app runs.  Then its cleanup context starts the
+notice stream (if `indexer_url` is set) and the refresh loop (notices.py), and stops them
+with the app; on shutdown every held pull is answered at once.  The caller owns the follower
+and the offsets (`run.run_notifier` opens them before and closes them after the app).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.common.http import add_common_routes, error_middleware
+from mqstore.storage.consumer_offsets import ConsumerOffsets
+from mqstore.storage.follower import Follower
+
+from .handlers import NotifierHandlers
+from .held import SHUTDOWN, HeldPulls
+from .metrics import NotifierMetrics
+from .notices import NoticeFeed, NoticeStream, refresh_loop
+from .openapi import notifier_openapi
+from .pulls import Puller
+
+log = logging.getLogger("mqstore.notifier")
+
+PULL_ROUTES = frozenset({"pull", "poll_group"})
+REQUEST_BODY_SIZE_BYTES_MAX = 1 << 20
+"""Bodies here are small: a commit of 10,000 queues' offsets is about 250 KB of JSON."""
+
+
+@dataclasses.dataclass
+class NotifierState:
+    stopping: bool = False
+    """Set when shutdown begins: /readyz answers 503 so no new traffic is routed here."""
+    stream: NoticeStream | None = None
+    background_failure: str | None = None
+    """Why a background task (stream, refresh) died, if one did: /readyz reports it."""
+
+
+STATE = web.AppKey("notifier_state", NotifierState)
+FEED = web.AppKey("notifier_feed", NoticeFeed)
+HELD = web.AppKey("notifier_held", HeldPulls)
+METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
+
+
+def create_app(follower: Follower, offsets: ConsumerOffsets,
+               settings: NotifierSettings) -> web.Application:
+    state = NotifierState()
+    held = HeldPulls(held_max=settings.held_requests_max)
+    metrics = NotifierMetrics(follower, held, lambda: bool(state.stream and
+                                                            state.stream.connected))
+    feed = NoticeFeed(follower, held, metrics)
+    handlers = NotifierHandlers(follower, offsets, Puller(follower, held, metrics), settings)
+    app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
+                          middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log)])
+    app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
+    router = app.router
+    router.add_get("/v1/topics/{topic}/queues/{queue_id}/messages", handlers.pull, name="pull",
+                   allow_head=False)
+    router.add_post("/v1/groups/{group}/topics/{topic}/poll", handlers.poll_group,
+                    name="poll_group")
+    router.add_post("/v1/groups/{group}/offsets", handlers.commit_offsets)
+    router.add_get("/v1/groups/{group}/offsets", handlers.fetch_offsets, allow_head=False)
+    router.add_get("/v1/topics/{topic}/messages", handlers.messages_by_key, allow_head=False)
+    router.add_get("/v1/topics/{topic}/queues/{queue_id}/offset-by-time",
+                   handlers.offset_by_time, allow_head=False)
+    router.add_get("/v1/messages/{physical_offset}", handlers.message_at, allow_head=False)
+    router.add_get("/v1/topics", handlers.topics, allow_head=False)
+    router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
+    app.cleanup_ctx.append(_background(feed, settings, state))
+
+    async def answer_held_pulls(app: web.Application) -> None:
+        state.stopping = True
+        held.wake_all(SHUTDOWN)
+
+    app.on_shutdown.append(answer_held_pulls)
+
+    def not_ready() -> str | None:
+        if state.stopping:
+            return "shutting down"
+        return state.background_failure
+
+    add_common_routes(app, registry=metrics.registry, openapi=notifier_openapi(),
+                      not_ready=not_ready)
+    return app
+
+
+def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState
+                ) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def background(app: web.Application) -> AsyncIterator[None]:
+        stream = NoticeStream(feed, settings) if settings.indexer_url else None
+        state.stream = stream
+        tasks = [asyncio.create_task(refresh_loop(feed, settings, stream), name="refresh")]
+        if stream is not None:
+            tasks.append(asyncio.create_task(stream.run(), name="notice-stream"))
+        for task in tasks:
+            task.add_done_callback(lambda done: _on_done(done, state))
+        yield
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    return background
+
+
+def _on_done(task: asyncio.Task[None], state: NotifierState) -> None:
+    """A background task ends only when cancelled; anything else is a bug: say so in
+    /readyz (the orchestrator then restarts the process) and in the log."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    state.background_failure = f"background task {task.get_name()} stopped: {error!r}"
+    log.error("background task stopped", exc_info=error, extra={"task": task.get_name()})

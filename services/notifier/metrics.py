@@ -1,0 +1,98 @@
+"""The notifier's metrics: pulls by status and their latency, held pulls, notices, wakeups.
+
+    mqstore_pull_requests_total{endpoint, status}   pulls and polls answered: the get status
+                                                    (FOUND, OFFSET_OVERFLOW_ONE, ...; a group
+                                                    poll: FOUND or EMPTY), or HTTP_<code>
+    mqstore_pull_latency_seconds{endpoint}          request time, holds included, histogram
+    mqstore_pull_held_requests                      pulls waiting right now
+    mqstore_pull_wakeups_total{cause}               held pulls woken: notice, refresh,
+                                                    timeout, shutdown
+    mqstore_notices_received_total{type}            stream lines: snapshot, advanced,
+                                                    heartbeat
+    mqstore_notice_stream_connected                 1 while the indexer's stream is open
+    mqstore_follower_queues                         consume queues the follower knows
+    mqstore_follower_readable_end_bytes             committed end the writer published
+    mqstore_follower_dispatched_position_bytes      the indexer's published dispatch position
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import Counter, Histogram
+
+from mqstore.services.common.metrics import GaugeSpec, new_registry
+from mqstore.storage.follower import Follower
+
+from .held import CAUSES, HeldPulls
+
+LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                     2.5, 5.0, 10.0, 15.0, 30.0, 60.0)
+"""500 µs (an answer from memory) to past `pull_wait_ms_max` (a pull held to its end)."""
+NOTICE_TYPES = ("snapshot", "advanced", "heartbeat")
+STATUS_KEY = web.RequestKey("pull_status", str)
+"""Where a pull handler leaves the status the middleware counts."""
+
+
+class NotifierMetrics:
+    def __init__(self, follower: Follower, held: HeldPulls,
+                 stream_connected: Callable[[], bool]) -> None:
+        self.registry = new_registry([
+            GaugeSpec("mqstore_pull_held_requests", "Pulls held waiting for data.",
+                      lambda: held.held_count),
+            GaugeSpec("mqstore_notice_stream_connected",
+                      "1 while the indexer's notice stream is open.",
+                      lambda: float(stream_connected())),
+            GaugeSpec("mqstore_follower_queues", "Consume queues the follower knows.",
+                      lambda: len(follower.queues())),
+            GaugeSpec("mqstore_follower_readable_end_bytes",
+                      "Committed commit log end the writer published.",
+                      lambda: follower.log.readable_end),
+            GaugeSpec("mqstore_follower_dispatched_position_bytes",
+                      "Dispatch position the indexer published in `dispatched`.",
+                      lambda: follower.dispatched_position),
+        ])
+        self.pulls = Counter("mqstore_pull_requests_total", "Pulls answered, by final status.",
+                             ["endpoint", "status"], registry=self.registry)
+        self.latency = Histogram("mqstore_pull_latency_seconds",
+                                 "Pull handling time, holds included.", ["endpoint"],
+                                 buckets=LATENCY_BUCKETS_S, registry=self.registry)
+        wakeups = Counter("mqstore_pull_wakeups_total", "Held pulls woken, by cause.",
+                          ["cause"], registry=self.registry)
+        notices = Counter("mqstore_notices_received_total", "Notice stream lines, by type.",
+                          ["type"], registry=self.registry)
+        # Children resolved once: `.labels()` costs a lock and a dict lookup.
+        self._wakeups = {cause: wakeups.labels(cause=cause) for cause in CAUSES}
+        self._notices = {kind: notices.labels(type=kind) for kind in NOTICE_TYPES}
+
+    def woken(self, cause: str) -> None:
+        self._wakeups[cause].inc()
+
+    def notice(self, kind: str) -> None:
+        counter = self._notices.get(kind)
+        if counter is not None:
+            counter.inc()
+
+    def middleware(self, endpoints: frozenset[str]) -> Any:
+        """Time and count requests to the routes named in `endpoints` (the pull routes)."""
+        pulls, latency = self.pulls, self.latency
+        clock = time.perf_counter
+
+        @web.middleware
+        async def timed(request: web.Request,
+                        handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                        ) -> web.StreamResponse:
+            name = request.match_info.route.name
+            if name not in endpoints:
+                return await handler(request)
+            started = clock()
+            response = await handler(request)
+            latency.labels(endpoint=name).observe(clock() - started)
+            status = request.get(STATUS_KEY) or f"HTTP_{response.status}"
+            pulls.labels(endpoint=name, status=status).inc()
+            return response
+
+        return timed

@@ -1,0 +1,170 @@
+"""How the notifier learns that queues moved: the indexer's notice stream, and its own refresh.
+
+`NoticeFeed` applies what it learns to the follower and wakes the held pulls that concern
+it.  Two sources call it:
+
+* `NoticeStream` follows `GET <indexer_url>/v1/notices` (NDJSON, one object per line):
+
+      {"type": "snapshot", "queues": [[topic, queue_id, min_offset, max_offset], ...]}
+      {"type": "advanced", "queues": [[topic, queue_id, next_offset], ...]}
+      {"type": "heartbeat"}
+
+  A stream that ends, fails, sends a malformed line, or stays silent for
+  `notice_silence_max_ms` is reconnected after a backoff (`notice_reconnect_initial_ms`,
+  doubling to `notice_reconnect_max_ms`, with jitter); the snapshot that starts each stream
+  is taken as the truth.
+* `refresh_loop` runs the follower's `refresh` every `refresh_interval_ms`: it finds new
+  queues and files retention deleted, and while the stream is down it also raises max
+  offsets to what the indexer's `dispatched` file vouches for, so long polls still wake
+  (within a refresh interval instead of within milliseconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Iterable, Mapping
+
+import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
+
+from mqstore.services.common.config_file import NotifierSettings
+from mqstore.storage import StoreError
+from mqstore.storage.follower import Follower
+
+from .held import NOTICE, REFRESH, HeldPulls
+from .metrics import NotifierMetrics
+
+log = logging.getLogger("mqstore.notifier")
+
+NDJSON_MEDIA_TYPE = "application/x-ndjson"
+QueueKey = tuple[str, int]
+
+
+class NoticeFormatError(ValueError):
+    """A stream line that is not one of the three notices."""
+
+
+class NoticeFeed:
+    def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics) -> None:
+        self._follower = follower
+        self._held = held
+        self._metrics = metrics
+
+    def snapshot(self, queues: Iterable[tuple[str, int, int, int]]) -> int:
+        """Apply a snapshot; returns the pulls woken."""
+        return self._held.notify(self._follower.apply_snapshot(queues), NOTICE)
+
+    def advanced(self, notices: Mapping[QueueKey, int]) -> int:
+        """Apply an "advanced" notice; returns the pulls woken."""
+        return self._held.notify(self._follower.advance(notices), NOTICE)
+
+    def refresh(self, *, vouch_from_dispatched: bool) -> int:
+        return self._held.notify(
+            self._follower.refresh(vouch_from_dispatched=vouch_from_dispatched), REFRESH)
+
+    def line(self, raw: bytes) -> str:
+        """Apply one stream line; returns its type (`NoticeFormatError` for anything
+        else)."""
+        try:
+            document = json.loads(raw)
+        except ValueError as error:
+            raise NoticeFormatError(f"not JSON: {error}: {raw[:80]!r}") from None
+        kind = document.get("type") if isinstance(document, dict) else None
+        if kind == "heartbeat":
+            self._metrics.notice(kind)
+        elif kind == "advanced":
+            self._metrics.notice(kind)
+            self.advanced({(row[0], row[1]): row[2] for row in _rows(document, 3)})
+        elif kind == "snapshot":
+            self._metrics.notice(kind)
+            self.snapshot([(row[0], row[1], row[2], row[3]) for row in _rows(document, 4)])
+        else:
+            raise NoticeFormatError(f"unknown notice: {raw[:80]!r}")
+        return str(kind)
+
+
+def _rows(document: dict[str, object], width: int) -> list[tuple[str, int, int, int]]:
+    """The `queues` rows of a notice, checked: [topic, n, n(, n)] with n >= 0 integers
+    (padded to four for the type)."""
+    rows = document.get("queues")
+    if not isinstance(rows, list) or not all(
+            isinstance(row, list) and len(row) == width and isinstance(row[0], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                    for n in row[1:])
+            for row in rows):
+        raise NoticeFormatError(f"queues must be rows of [topic, {width - 1} integers]")
+    return [(row[0], row[1], row[2], row[3] if width == 4 else 0) for row in rows]
+
+
+class NoticeStream:
+    """Follows the indexer's stream until cancelled, reconnecting as the module says."""
+
+    def __init__(self, feed: NoticeFeed, settings: NotifierSettings, *,
+                 rng: random.Random | None = None) -> None:
+        self._feed = feed
+        self._settings = settings
+        self._url = settings.indexer_url.rstrip("/") + "/v1/notices"
+        self._rng = rng or random.Random()
+        self.connected = False
+        self.connections_total = 0
+        self._snapshot_seen = False
+
+    async def run(self) -> None:
+        failures = 0
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(
+                total=None, connect=self._settings.notice_silence_max_ms / 1000)) as session:
+            while True:
+                self._snapshot_seen = False
+                try:
+                    await self._follow(session)
+                except (aiohttp.ClientError, OSError, TimeoutError, HttpProcessingError,
+                        NoticeFormatError, StoreError) as error:
+                    log.warning("notice stream from %s failed: %r", self._url, error)
+                finally:
+                    self.connected = False
+                # A stream that worked (delivered its snapshot) restarts the backoff.
+                failures = 1 if self._snapshot_seen else failures + 1
+                await asyncio.sleep(self._delay_s(failures))
+
+    async def _follow(self, session: aiohttp.ClientSession) -> None:
+        """Read one stream to its end."""
+        settings = self._settings
+        silence_s = settings.notice_silence_max_ms / 1000
+        async with session.get(self._url) as response:
+            if response.status != 200 or response.content_type != NDJSON_MEDIA_TYPE:
+                raise NoticeFormatError(f"GET {self._url} answered {response.status} "
+                                        f"{response.content_type}")
+            self.connected = True
+            self.connections_total += 1
+            log.info("notice stream connected", extra={"url": self._url})
+            while True:
+                line = await asyncio.wait_for(
+                    response.content.readuntil(b"\n", max_size=settings.notice_line_bytes_max),
+                    silence_s)
+                if not line.endswith(b"\n"):  # the end (a cut last line is dropped)
+                    log.info("notice stream ended", extra={"url": self._url})
+                    return
+                if self._feed.line(line) == "snapshot":
+                    self._snapshot_seen = True
+
+    def _delay_s(self, failures: int) -> float:
+        settings = self._settings
+        ceiling_ms = min(settings.notice_reconnect_max_ms,
+                         settings.notice_reconnect_initial_ms * (1 << min(failures - 1, 20)))
+        return self._rng.uniform(ceiling_ms / 2, ceiling_ms) / 1000
+
+
+async def refresh_loop(feed: NoticeFeed, settings: NotifierSettings,
+                       stream: NoticeStream | None) -> None:
+    """Refresh the follower every `refresh_interval_ms` until cancelled."""
+    interval_s = settings.refresh_interval_ms / 1000
+    while True:
+        await asyncio.sleep(interval_s)
+        connected = stream is not None and stream.connected
+        try:
+            feed.refresh(vouch_from_dispatched=not connected)
+        except StoreError as error:
+            log.error("follower refresh failed: %s", error)

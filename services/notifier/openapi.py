@@ -1,0 +1,175 @@
+"""The notifier's OpenAPI document, built beside its handlers and served at `/openapi.json`.
+
+The rules live in the docstrings of the modules that implement them (long polling in
+pulls.py, validation in requests.py, the offsets file and its multi-replica rule in
+storage/consumer_offsets.py); the document quotes them rather than restating them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from mqstore.services.common import openapi
+from mqstore.storage import GetStatus
+from mqstore.storage import consumer_offsets as offsets_module
+
+from . import pulls, requests
+
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
+                               "schema": {"type": "string"}}}
+INTEGER = {"type": "integer", "minimum": 0}
+TOPIC = {"name": "topic", "in": "path", "required": True,
+         "schema": {"type": "string", "pattern": "^[%|a-zA-Z0-9_-]+$"}}
+GROUP = {"name": "group", "in": "path", "required": True,
+         "schema": {"type": "string", "pattern": "^[%|a-zA-Z0-9_-]+$",
+                    "maxLength": offsets_module.GROUP_NAME_BYTES_MAX}}
+QUEUE_ID = {"name": "queue_id", "in": "path", "required": True, "schema": INTEGER}
+
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "required": ["topic", "queue_id", "queue_offset", "physical_offset", "msg_id",
+                 "store_timestamp_ms", "born_timestamp_ms", "tags", "keys", "properties",
+                 "body_base64"],
+    "properties": {
+        "topic": {"type": "string"}, "queue_id": INTEGER, "queue_offset": INTEGER,
+        "physical_offset": INTEGER,
+        "msg_id": {"type": "string", "description": "RocketMQ offset msg id."},
+        "store_timestamp_ms": {"type": "integer"}, "born_timestamp_ms": {"type": "integer"},
+        "tags": {"type": ["string", "null"]},
+        "keys": {"type": "array", "items": {"type": "string"}},
+        "properties": {"type": "object", "additionalProperties": {"type": "string"},
+                       "description": "Every property but TAGS and KEYS."},
+        "body_base64": {"type": "string"},
+    },
+}
+MESSAGES = {"type": "array", "items": {"$ref": "#/components/schemas/Message"}}
+OFFSETS = {"type": "object", "additionalProperties": INTEGER,
+           "description": "Queue id (as a string) → next offset to consume."}
+
+PULL_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "required": ["status", "next_offset", "min_offset", "max_offset", "messages"],
+    "properties": {"status": {"type": "string", "enum": [s.value for s in GetStatus]},
+                   "next_offset": INTEGER, "min_offset": INTEGER, "max_offset": INTEGER,
+                   "messages": MESSAGES}}
+POLL_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "required": ["group", "topic", "messages", "next_offsets"],
+    "properties": {"group": {"type": "string"}, "topic": {"type": "string"},
+                   "messages": MESSAGES, "next_offsets": OFFSETS}}
+GROUP_OFFSETS_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["group", "topic", "offsets"],
+    "properties": {"group": {"type": "string"}, "topic": {"type": "string"},
+                   "offsets": OFFSETS}}
+
+
+def _query(name: str, description: str, *, required: bool = False,
+           schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "description": description,
+            "schema": schema or INTEGER}
+
+
+def _get(summary: str, parameters: list[dict[str, Any]], schema: dict[str, Any], *,
+         extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"get": {"summary": summary, "parameters": parameters, "responses": {
+        "200": {"description": "OK.", "content": openapi.json_content(schema)},
+        "400": openapi.error_response("A parameter breaks its rule; the reason names it."),
+        **(extra or {})}}}
+
+
+def _post(summary: str, parameters: list[dict[str, Any]], body: dict[str, Any],
+          schema: dict[str, Any], *, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"post": {"summary": summary, "parameters": parameters,
+                     "requestBody": {"required": True, "content": openapi.json_content(body)},
+                     "responses": {
+                         "200": {"description": "OK.", "content": openapi.json_content(schema)},
+                         "400": openapi.error_response("Junk JSON, a wrong field or value; "
+                                                       "nothing was changed."),
+                         "415": openapi.error_response("Content-Type is not JSON."),
+                         **(extra or {})}}}
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _paths() -> dict[str, Any]:
+    busy = {"503": openapi.error_response("Too many held pulls (held_requests_max); retry.",
+                                          headers=RETRY_AFTER)}
+    wait = _query("wait_ms", "Hold the pull up to this long while caught up "
+                  "(0..pull_wait_ms_max; default 0).")
+    pull_body = {"type": "object", "additionalProperties": False, "properties": {
+        "max_messages": {"type": "integer", "minimum": 1, "default": 32},
+        "wait_ms": {"type": "integer", "minimum": 0, "default": 0},
+        "tags": {"type": ["array", "string", "null"], "items": {"type": "string"}},
+        "offsets": {**OFFSETS, "description": "Where the caller has read to (its "
+                    "uncommitted progress); other queues start at the committed offset."}}}
+    commit_body = {"type": "object", "additionalProperties": False,
+                   "required": ["topic", "offsets"], "properties": {
+                       "topic": {"type": "string"}, "offsets": OFFSETS,
+                       "reset": {"type": "boolean", "default": False, "description":
+                                 "Replace the stored offsets (may move them back)."}}}
+    return {
+        "/v1/topics/{topic}/queues/{queue_id}/messages": _get(
+            "Pull one queue from an offset, with long polling.",
+            [TOPIC, QUEUE_ID, _query("offset", "Queue offset to read from.", required=True),
+             _query("max_messages", "1..pull_messages_max (default 32)."), wait,
+             _query("tags", 'Tag filter: "a||b"; "*" or absent: all.',
+                    schema={"type": "string"})],
+            _ref("Pull"), extra=busy),
+        "/v1/groups/{group}/topics/{topic}/poll": _post(
+            "Poll a topic's queues for a consumer group, with long polling.", [GROUP, TOPIC],
+            pull_body, _ref("Poll"), extra=busy),
+        "/v1/groups/{group}/offsets": {
+            **_post("Commit a group's offsets on a topic (never backwards unless reset).",
+                    [GROUP], commit_body, _ref("GroupOffsets"), extra={
+                        "500": openapi.error_response("The offsets file is corrupt."),
+                        "503": openapi.error_response("Another commit of the group held its "
+                                                      "lock too long.", headers=RETRY_AFTER)}),
+            **_get("A group's committed offsets on a topic.",
+                   [GROUP, _query("topic", "The topic.", required=True,
+                                  schema={"type": "string"})], _ref("GroupOffsets"))},
+        "/v1/topics/{topic}/messages": _get(
+            "Messages of a topic with a key (exact), stored in [begin_ms, end_ms].",
+            [TOPIC, _query("key", "One key.", required=True, schema={"type": "string"}),
+             _query("begin_ms", "Default 0."), _query("end_ms", "Default: no end."),
+             _query("max_messages", "1..index_query_results_max.")],
+            {"type": "object", "required": ["topic", "key", "messages"],
+             "properties": {"topic": {"type": "string"}, "key": {"type": "string"},
+                            "messages": MESSAGES}},
+            extra={"501": openapi.error_response("The index is disabled.")}),
+        "/v1/topics/{topic}/queues/{queue_id}/offset-by-time": _get(
+            "The first queue offset stored at or after a time (max offset if none).",
+            [TOPIC, QUEUE_ID, _query("timestamp_ms", "Epoch milliseconds.", required=True)],
+            {"type": "object", "required": ["topic", "queue_id", "timestamp_ms", "offset"],
+             "properties": {"topic": {"type": "string"}, "queue_id": INTEGER,
+                            "timestamp_ms": INTEGER, "offset": INTEGER}}),
+        "/v1/messages/{physical_offset}": _get(
+            "The message whose record starts at a commit log position.",
+            [{"name": "physical_offset", "in": "path", "required": True, "schema": INTEGER}],
+            _ref("Message"),
+            extra={"404": openapi.error_response("No record starts there (or it is gone).")}),
+        "/v1/topics": _get("The topics with consume queues.", [], {
+            "type": "object", "required": ["topics"],
+            "properties": {"topics": {"type": "array", "items": {"type": "string"}}}}),
+        "/v1/topics/{topic}/queues": _get("A topic's queues with their min and max offsets.",
+                                          [TOPIC], {
+            "type": "object", "required": ["topic", "queues"], "properties": {
+                "topic": {"type": "string"}, "queues": {"type": "array", "items": {
+                    "type": "object", "required": ["queue_id", "min_offset", "max_offset"],
+                    "properties": {"queue_id": INTEGER, "min_offset": INTEGER,
+                                   "max_offset": INTEGER}}}}}),
+    }
+
+
+def notifier_openapi() -> dict[str, Any]:
+    description = "\n\n".join(inspect.cleandoc(module.__doc__ or "")
+                              for module in (pulls, requests, offsets_module))
+    return openapi.document(
+        title="mqstore pull-notifier", version="1",
+        description="Serves consumers from the volume: pulls with long polling, consumer "
+                    "group offsets, lookups.\n\n" + description,
+        paths=_paths(),
+        schemas={"Message": MESSAGE_SCHEMA, "Pull": PULL_SCHEMA, "Poll": POLL_SCHEMA,
+                 "GroupOffsets": GROUP_OFFSETS_SCHEMA})

@@ -1,0 +1,143 @@
+"""Pulls with long polling: by queue offset, and a consumer group's poll across a topic.
+
+A pull runs the follower's get; if that found nothing because the reader is caught up
+(NO_MESSAGE_IN_QUEUE, OFFSET_OVERFLOW_ONE) and the pull may wait, it is held (held.py) and
+runs the get again when a notice, the refresh pass, the end of its wait or shutdown wakes it.
+Any other empty answer returns at once with its next offset, as RocketMQ's broker does:
+NO_MATCHED_MESSAGE (the tag filter skipped entries: retry from next_offset),
+OFFSET_TOO_SMALL / OFFSET_OVERFLOW_BADLY (moved: continue from next_offset),
+OFFSET_FOUND_NULL and MESSAGE_WAS_REMOVING (retention took them).
+
+A group poll reads every queue of the topic from the caller's positions (or the group's
+committed offsets, or the queue's min offset for a group that never committed): queues are
+taken round robin from a start that rotates with every poll, each first up to its share
+(ceil(max_messages / queues)), then the budget left goes to queues that had more.  It is held
+only while every queue is caught up, watching them all and the topic for new queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mqstore.storage import GetStatus
+from mqstore.storage.follower import Follower
+
+from .answers import message_json, pull_json
+from .held import SHUTDOWN, HeldPulls
+from .metrics import NotifierMetrics
+
+HOLD_STATUSES = frozenset({GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE})
+"""A reader that is caught up: only new data can change the answer (RocketMQ PULL_NOT_FOUND
+without OFFSET_FOUND_NULL, which a deleted file causes and no new data cures)."""
+
+
+class Puller:
+    def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics) -> None:
+        self._follower = follower
+        self._held = held
+        self._metrics = metrics
+        self._rotation = itertools.count()
+
+    async def pull_queue(self, topic: str, queue_id: int, offset: int, *, max_messages: int,
+                         tags: Sequence[str] | None, wait_ms: int) -> dict[str, Any]:
+        """One queue from `offset`; held up to `wait_ms` while caught up."""
+        loop = asyncio.get_running_loop()
+        deadline_s = loop.time() + wait_ms / 1000
+        while True:
+            with self._follower.get(topic, queue_id, offset, max_messages,
+                                    tags=tags) as result:
+                remaining_s = deadline_s - loop.time()
+                if (result.messages or result.status not in HOLD_STATUSES
+                        or remaining_s <= 0):
+                    return pull_json(result)
+            cause = await self._held.wait(topic, {queue_id: offset}, any_queue=False,
+                                          timeout_s=remaining_s)
+            self._metrics.woken(cause)
+            if cause == SHUTDOWN:
+                deadline_s = loop.time()  # one more get, then answer
+
+    async def poll_group(self, topic: str, *, start_offset: Callable[[int], int],
+                         max_messages: int, tags: Sequence[str] | None,
+                         wait_ms: int) -> dict[str, Any]:
+        """Messages across the topic's queues from `start_offset(queue_id)`; held up to
+        `wait_ms` while every queue is caught up.  Answers the messages (each with its
+        queue id and offset) and every queue's next offset."""
+        loop = asyncio.get_running_loop()
+        deadline_s = loop.time() + wait_ms / 1000
+        positions: dict[int, int] = {}
+        while True:
+            for queue_id in self._follower.queue_ids(topic):
+                if queue_id not in positions:
+                    positions[queue_id] = start_offset(queue_id)
+            messages, caught_up = self._collect(topic, positions, max_messages, tags)
+            remaining_s = deadline_s - loop.time()
+            if messages or not caught_up or remaining_s <= 0:
+                return {"messages": messages,
+                        "next_offsets": {str(queue_id): offset
+                                         for queue_id, offset in sorted(positions.items())}}
+            cause = await self._held.wait(topic, dict(positions), any_queue=True,
+                                          timeout_s=remaining_s)
+            self._metrics.woken(cause)
+            if cause == SHUTDOWN:
+                deadline_s = loop.time()
+
+    def _collect(self, topic: str, positions: dict[int, int], max_messages: int,
+                 tags: Sequence[str] | None) -> tuple[list[dict[str, Any]], bool]:
+        """Round robin over the queues, moving `positions` on; returns the messages and
+        whether every queue is caught up (only new data can change the answer)."""
+        queue_ids = sorted(positions)
+        if not queue_ids:
+            return [], True
+        first = next(self._rotation) % len(queue_ids)
+        order = queue_ids[first:] + queue_ids[:first]
+        share = -(-max_messages // len(order))
+        messages: list[dict[str, Any]] = []
+        caught_up = True
+        more: list[int] = []
+        for queue_id in order:
+            budget = min(share, max_messages - len(messages))
+            if budget <= 0:
+                caught_up = False  # not read this time: it may have data
+                continue
+            found, status, has_more = self._read(topic, queue_id, positions, budget, tags)
+            messages += found
+            caught_up &= status in HOLD_STATUSES
+            if has_more:
+                more.append(queue_id)
+        for queue_id in more:
+            budget = max_messages - len(messages)
+            if budget <= 0:
+                break
+            messages += self._read(topic, queue_id, positions, budget, tags)[0]
+        return messages, caught_up
+
+    def _read(self, topic: str, queue_id: int, positions: dict[int, int], budget: int,
+              tags: Sequence[str] | None) -> tuple[list[dict[str, Any]], GetStatus, bool]:
+        """(messages, status, whether the queue holds more) from the queue's position,
+        which moves on."""
+        with self._follower.get(topic, queue_id, positions[queue_id], budget,
+                                tags=tags) as result:
+            positions[queue_id] = result.next_offset
+            has_more = (result.status is GetStatus.FOUND
+                        and result.next_offset < result.max_offset)
+            return ([message_json(message) for message in result.messages], result.status,
+                    has_more)
+
+
+def committed_or_min(follower: Follower, topic: str, *, given: Mapping[int, int],
+                     committed: Mapping[int, int]) -> Callable[[int], int]:
+    """Where a group poll starts on each queue: the caller's position, else the group's
+    committed offset, else the queue's min offset (a group that never committed starts at
+    the oldest message retained)."""
+
+    def start_offset(queue_id: int) -> int:
+        if queue_id in given:
+            return given[queue_id]
+        if queue_id in committed:
+            return committed[queue_id]
+        return follower.min_offset(topic, queue_id)
+
+    return start_offset

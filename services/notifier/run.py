@@ -1,0 +1,66 @@
+"""`run_notifier(config)`: the pull-notifier process, from open to a graceful stop.
+
+    open a follower of `data_dir` (read-only: no lock, so replicas and the writer and the
+    indexer share the directory) and the group offsets (`config/consumer-offsets/`)
+    → serve until SIGTERM or SIGINT (the notice stream and the refresh loop run meanwhile)
+    → /readyz 503, held pulls answered at once, in-flight requests finish
+      (`shutdown_timeout_ms`) → close the follower
+
+Exit status: 0 after a stop on a signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+
+from mqstore.services.common.config_file import ServiceConfig
+from mqstore.services.common.lifecycle import first_signal
+from mqstore.services.common.logs import configure_logging
+from mqstore.storage import ConfigError
+from mqstore.storage.consumer_offsets import ConsumerOffsets
+from mqstore.storage.follower import Follower
+
+from .app import create_app
+
+log = logging.getLogger("mqstore.notifier")
+
+
+def run_notifier(config: ServiceConfig) -> int:
+    """Run until a signal; return the process exit status."""
+    if not __debug__:
+        raise ConfigError("the notifier refuses to run under python -O: its asserts guard "
+                          "what it reads and the offsets it writes")
+    configure_logging(service="notifier", level=config.notifier.log_level)
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: ServiceConfig) -> int:
+    settings = config.notifier
+    follower = Follower.open(config.data_dir, config.store)
+    try:
+        offsets = ConsumerOffsets(config.data_dir,
+                                  lock_timeout_ms=settings.offsets_lock_timeout_ms)
+        app = create_app(follower, offsets, settings)
+        runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
+                               access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, settings.host, settings.port)
+            await site.start()
+            host, port = runner.addresses[0][:2]
+            log.info("listening", extra={"host": host, "port": port,
+                                         "data_dir": str(config.data_dir),
+                                         "indexer_url": settings.indexer_url,
+                                         "config": config.source})
+            signum = await first_signal()
+            log.info("stopping", extra={"signal": signal.Signals(signum).name})
+        finally:
+            await runner.cleanup()
+    finally:
+        follower.close()
+    log.info("stopped")
+    return 0
