@@ -1,4 +1,4 @@
-"""`mqstore.client`: Python producers for the mqstore services (a consumer comes later).
+"""`mqstore.client`: Python producers and consumers for the mqstore services.
 
     from mqstore.client import OutgoingMessage, Producer
 
@@ -6,12 +6,21 @@
         producer.send("Orders", b"body", tags="created", keys=("order-17",))
         producer.send_batch([OutgoingMessage("Orders", b"a"), OutgoingMessage("Audit", b"b")])
 
-`AsyncProducer` has the same API as coroutines.  Errors: see `errors.py`.
+    with Consumer("http://127.0.0.1:8083", "billing", "Orders") as consumer:
+        for message in consumer.poll(max_messages=32, wait_ms=5000):
+            ...
+        consumer.commit()             # at least once: uncommitted messages come again
+
+`AsyncProducer` and `AsyncConsumer` have the same APIs as coroutines.  Errors: see
+`errors.py`.
 """
 
 from mqstore.services.common.wire import WireMessage as OutgoingMessage
 
+from .async_consumer import AsyncConsumer
 from .async_producer import AsyncProducer
+from .consumer import Consumer
+from .consumer_calls import ReceivedMessage
 from .errors import (
     BadRequestError,
     DiskFullError,
@@ -23,12 +32,15 @@ from .producer import Producer
 from .results import SendResult
 
 __all__ = [
+    "AsyncConsumer",
     "AsyncProducer",
     "BadRequestError",
+    "Consumer",
     "DiskFullError",
     "MqstoreError",
     "OutgoingMessage",
     "Producer",
+    "ReceivedMessage",
     "SendResult",
     "ServerError",
     "UnavailableError",
