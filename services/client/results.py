@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -20,41 +19,56 @@ from .errors import (
 SUCCESS_HTTP_STATUSES = (200, 202)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class SendResult:
-    """Where one message was stored."""
+    """Where one message was stored.  Read-only by convention; `msg_id` is computed on
+    first use (a batch of 256 results would otherwise spend more on hex than on reading)."""
 
-    status: str
-    """PUT_OK, or FLUSH_DISK_TIMEOUT: stored but its sync was not confirmed (HTTP 202)."""
-    msg_id: str
-    queue_id: int
-    queue_offset: int
-    physical_offset: int
-    store_timestamp_ms: int
-    reason: str = ""
+    __slots__ = ("_msg_id", "_store_host_packed", "physical_offset", "queue_id", "queue_offset",
+                 "reason", "status", "store_timestamp_ms")
+
+    def __init__(self, status: str, queue_id: int, queue_offset: int, physical_offset: int,
+                 store_timestamp_ms: int, *, msg_id: str = "", store_host_packed: bytes = b"",
+                 reason: str = "") -> None:
+        assert msg_id or store_host_packed, "a result needs its msg id or the store host"
+        self.status = status
+        """PUT_OK, or FLUSH_DISK_TIMEOUT: stored but its sync was not confirmed (HTTP 202)."""
+        self.queue_id = queue_id
+        self.queue_offset = queue_offset
+        self.physical_offset = physical_offset
+        self.store_timestamp_ms = store_timestamp_ms
+        self.reason = reason
+        self._msg_id = msg_id
+        self._store_host_packed = store_host_packed
+
+    @property
+    def msg_id(self) -> str:
+        """RocketMQ's offset msg id: hex of store host + physical offset."""
+        if not self._msg_id:
+            self._msg_id = msg_id(self._store_host_packed, self.physical_offset)
+        return self._msg_id
 
     @property
     def ok(self) -> bool:
         """Stored, and synced when the writer runs sync flush."""
         return self.status == "PUT_OK"
 
+    def __repr__(self) -> str:
+        return (f"SendResult({self.status}, msg_id={self.msg_id}, queue_id={self.queue_id}, "
+                f"queue_offset={self.queue_offset}, physical_offset={self.physical_offset})")
+
 
 def result_from_json(document: Mapping[str, Any]) -> SendResult:
-    return SendResult(status=document["status"], msg_id=document["msg_id"],
-                      queue_id=document["queue_id"], queue_offset=document["queue_offset"],
-                      physical_offset=document["physical_offset"],
-                      store_timestamp_ms=document["store_timestamp_ms"],
-                      reason=document.get("reason", ""))
+    return SendResult(document["status"], document["queue_id"], document["queue_offset"],
+                      document["physical_offset"], document["store_timestamp_ms"],
+                      msg_id=document["msg_id"], reason=document.get("reason", ""))
 
 
 def results_from_binary(body: bytes) -> list[SendResult]:
     try:
-        host, rows = ResultCodec.decode(body)
+        host, rows = ResultCodec.decode_fields(body)
     except WireFormatError as error:
         raise ServerError(f"unreadable batch result: {error}") from None
-    return [SendResult(row.status, msg_id(host, row.physical_offset), row.queue_id,
-                       row.queue_offset, row.physical_offset, row.store_timestamp_ms)
-            for row in rows]
+    return [SendResult(*row, store_host_packed=host) for row in rows]
 
 
 def error_for(http_status: int, body: bytes) -> MqstoreError:

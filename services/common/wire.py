@@ -263,6 +263,13 @@ class ResultCodec:
     @classmethod
     def decode(cls, data: bytes) -> tuple[bytes, list[ResultRow]]:
         """(store host packed, rows) or `WireFormatError`."""
+        host, fields = cls.decode_fields(data)
+        return host, [ResultRow._make(row) for row in fields]
+
+    @classmethod
+    def decode_fields(cls, data: bytes) -> tuple[bytes, list[ResultFields]]:
+        """`decode` with plain tuples for rows (a NamedTuple per row costs the client
+        more than the rest of reading the answer)."""
         if len(data) < cls.HEADER.size:
             raise WireFormatError(f"result is {len(data)} bytes, shorter than its header")
         magic, version, count, host_size = cls.HEADER.unpack_from(data, 0)
@@ -275,11 +282,14 @@ class ResultCodec:
         if len(data) != start + count * cls.ROW.size:
             raise WireFormatError(f"result of {count} rows must be {start + count * cls.ROW.size}"
                                   f" bytes, not {len(data)}")
-        rows: list[ResultRow] = []
-        for status, *fields in cls.ROW.iter_unpack(data[start:]):
-            if status >= len(STATUS_NAMES):
-                raise WireFormatError(f"row {len(rows)}: unknown status code {status}")
-            rows.append(ResultRow(STATUS_NAMES[status], *fields))
+        names = STATUS_NAMES
+        try:
+            rows = [(names[status], queue_id, queue_offset, physical_offset, timestamp_ms)
+                    for status, queue_id, queue_offset, physical_offset, timestamp_ms
+                    in cls.ROW.iter_unpack(data[start:])]
+        except IndexError:
+            raise WireFormatError(f"a row has an unknown status code (known: 0.."
+                                  f"{len(names) - 1})") from None
         return data[cls.HEADER.size:start], rows
 
 

@@ -124,3 +124,11 @@ def test_status_codes_cover_the_store_and_msg_id_is_the_stores() -> None:
     assert set(STATUS_NAMES) == {status.value for status in PutStatus}
     host = bytes([127, 0, 0, 1]) + (10911).to_bytes(4, "big")
     assert msg_id(host, 12345) == offset_msg_id(host, 12345)
+
+
+def test_unknown_result_status_is_refused() -> None:
+    host = bytes(8)
+    encoded = bytearray(ResultCodec.encode([("PUT_OK", 1, 2, 3, 4)], store_host_packed=host))
+    encoded[ResultCodec.HEADER.size + len(host)] = len(STATUS_NAMES)
+    with pytest.raises(WireFormatError, match="unknown status code"):
+        ResultCodec.decode(bytes(encoded))
