@@ -31,7 +31,7 @@ from mqstore.storage.consumer_offsets import ConsumerOffsets
 from mqstore.storage.follower import Follower
 
 from .handlers import NotifierHandlers
-from .held import SHUTDOWN, HeldPulls
+from .held import HeldPulls
 from .metrics import NotifierMetrics
 from .notices import NoticeFeed, NoticeStream, refresh_loop
 from .openapi import notifier_openapi
@@ -87,7 +87,7 @@ def create_app(follower: Follower, offsets: ConsumerOffsets,
 
     async def answer_held_pulls(app: web.Application) -> None:
         state.stopping = True
-        held.wake_all(SHUTDOWN)
+        held.close()
 
     app.on_shutdown.append(answer_held_pulls)
 

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import ServiceError, json_response
-from mqstore.storage import NoRecordError, StoreError, StoreFormatError
+from mqstore.storage import NoRecordError, StoreFormatError
 from mqstore.storage.consumer_offsets import (
     OFFSET_MAX,
     ConsumerOffsets,
@@ -157,10 +157,10 @@ class NotifierHandlers:
         results_max = self._follower.config.index_query_results_max
         max_messages = query_int(request, "max_messages", minimum=1, maximum=results_max,
                                  default=results_max, setting="index_query_results_max")
-        try:
-            found = self._follower.query_by_key(topic, key, begin_ms, end_ms, max_messages)
-        except StoreError as error:
-            raise ServiceError(501, "INDEX_DISABLED", str(error)) from None
+        if self._follower.index is None:
+            raise ServiceError(501, "INDEX_DISABLED", "the index is disabled "
+                               "(index_enabled=false): no lookups by key")
+        found = self._follower.query_by_key(topic, key, begin_ms, end_ms, max_messages)
         return json_response({"topic": topic, "key": key,
                               "messages": [message_json(message) for message in found]})
 

@@ -53,6 +53,7 @@ class HeldPulls:
         self._by_queue: dict[QueueKey, set[_Held]] = {}
         self._by_topic: dict[str, set[_Held]] = {}
         self._count = 0
+        self._closed = False
 
     @property
     def held_count(self) -> int:
@@ -63,6 +64,8 @@ class HeldPulls:
         """Wait until a watched queue moves past its offset (with `any_queue`, also until a
         queue of `topic` not in `watched` gets its first message), or `timeout_s` passes.
         Returns the cause; raises `HeldPullsFullError` if `held_max` pulls wait already."""
+        if self._closed:
+            return SHUTDOWN  # shutting down: answer with what there is, hold nothing
         if self._count >= self.held_max:
             raise HeldPullsFullError(f"{self._count} pulls are held already "
                                      f"(held_requests_max={self.held_max})")
@@ -89,8 +92,13 @@ class HeldPulls:
                     woken += _settle(held.future, cause)
         return woken
 
-    def wake_all(self, cause: str = SHUTDOWN) -> int:
-        """Answer every held pull now (shutdown: they reply with what they have)."""
+    def close(self) -> int:
+        """Shutdown: answer every held pull now, and hold no new one."""
+        self._closed = True
+        return self.wake_all(SHUTDOWN)
+
+    def wake_all(self, cause: str) -> int:
+        """Answer every held pull now (they reply with what they have)."""
         woken = 0
         for group in (*self._by_queue.values(), *self._by_topic.values()):
             for held in group:

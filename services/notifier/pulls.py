@@ -13,6 +13,12 @@ committed offsets, or the queue's min offset for a group that never committed): 
 taken round robin from a start that rotates with every poll, each first up to its share
 (ceil(max_messages / queues)), then the budget left goes to queues that had more.  It is held
 only while every queue is caught up, watching them all and the topic for new queues.
+
+Several replicas behind one load balancer see new data a few milliseconds apart.  A poll
+that reaches a replica which has not yet seen up to the caller's position answers
+OFFSET_OVERFLOW_BADLY for that queue and moves the position back to that replica's end, as
+RocketMQ moves an offset past a queue's end: the caller may then see a few messages again
+(at least once), never miss one.  Committed offsets are unaffected (commits keep the maximum).
 """
 
 from __future__ import annotations

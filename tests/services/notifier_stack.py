@@ -23,7 +23,7 @@ from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.notifier import create_app
 from mqstore.services.notifier.app import STATE
-from mqstore.storage import MessageStore
+from mqstore.storage import MessageStore, StoreConfig
 from mqstore.storage.consumer_offsets import ConsumerOffsets
 from mqstore.storage.follower import Follower
 from mqstore.storage.indexer import Indexer
@@ -41,8 +41,8 @@ class Stack:
     app: web.Application
 
 
-def follower_config() -> Any:
-    return indexer_config()
+def follower_config(**overrides: Any) -> StoreConfig:
+    return indexer_config(**overrides)
 
 
 def settings(**overrides: Any) -> NotifierSettings:
@@ -54,9 +54,10 @@ def settings(**overrides: Any) -> NotifierSettings:
 
 
 @contextlib.asynccontextmanager
-async def notifier_app(store_dir: Path, notifier_settings: NotifierSettings
+async def notifier_app(store_dir: Path, notifier_settings: NotifierSettings, *,
+                       config: StoreConfig | None = None
                        ) -> AsyncIterator[tuple[Client, web.Application, Follower]]:
-    follower = Follower.open(store_dir, follower_config())
+    follower = Follower.open(store_dir, config or follower_config())
     offsets = ConsumerOffsets(store_dir, lock_timeout_ms=notifier_settings.offsets_lock_timeout_ms)
     app = create_app(follower, offsets, notifier_settings)
     try:

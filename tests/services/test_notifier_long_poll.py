@@ -156,3 +156,21 @@ async def _served(app: web.Application) -> AsyncIterator[str]:
         yield f"http://{host}:{port}"
     finally:
         await runner.cleanup()
+
+
+def test_shutdown_answers_held_pulls_at_once_and_holds_no_new_one(store_dir: Path) -> None:
+    async def scenario() -> None:
+        async with notifier_app(store_dir, settings()) as (client, app, _):
+            pull = asyncio.create_task(client.get(PULL, params={"offset": "0",
+                                                                "wait_ms": "30000"}))
+            await wait_until(lambda: app[HELD].held_count == 1)
+            await app.shutdown()  # what the runner does first on SIGTERM
+            answer = await (await asyncio.wait_for(pull, 5)).json()
+            assert (answer["status"], answer["messages"]) == ("NO_MESSAGE_IN_QUEUE", [])
+            late = await asyncio.wait_for(client.get(PULL, params={
+                "offset": "0", "wait_ms": "30000"}), 5)
+            assert (await late.json())["status"] == "NO_MESSAGE_IN_QUEUE"
+            assert await metric(client, "mqstore_pull_wakeups_total", cause="shutdown") == 2
+            assert (await client.get("/readyz")).status == 503
+
+    run(scenario)

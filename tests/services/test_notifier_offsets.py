@@ -9,6 +9,7 @@ import os
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,22 @@ def test_a_commit_gives_up_on_a_held_lock(store_dir: Path) -> None:
     finally:
         os.close(fd)
     assert offsets.fetch("g", "T") == {0: 1}
+
+
+def test_a_corrupt_offsets_file_is_named_and_left_alone(store_dir: Path) -> None:
+    offsets = ConsumerOffsets(store_dir, lock_timeout_ms=1000)
+    offsets.directory.mkdir(parents=True)
+    offsets.path("g").write_text('{"version": 1, "topics": {"Orders": {"0": "ten"}}}')
+
+    async def scenario() -> tuple[int, dict[str, Any], int]:
+        async with notifier_app(store_dir, settings()) as (client, _, _):
+            fetched = await client.get("/v1/groups/g/offsets", params={"topic": "Orders"})
+            committed = await client.post("/v1/groups/g/offsets", json={
+                "topic": "Orders", "offsets": {"0": 3}})
+            return fetched.status, await committed.json(), committed.status
+
+    fetched_status, answer, committed_status = run(scenario)
+    assert (fetched_status, committed_status) == (500, 500)
+    assert answer["error"]["status"] == "OFFSETS_CORRUPT"
+    assert "g.json" in answer["error"]["reason"]
+    assert offsets.path("g").read_text() == '{"version": 1, "topics": {"Orders": {"0": "ten"}}}'

@@ -10,7 +10,7 @@ import pytest
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.indexer import Indexer
-from tests.services.notifier_stack import Client, notifier_app, settings
+from tests.services.notifier_stack import Client, follower_config, notifier_app, settings
 from tests.services.serving import run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 
@@ -163,3 +163,15 @@ def test_openapi_documents_every_route(store_dir: Path) -> None:
         assert routes == documented
 
     run(scenario)
+
+
+def test_lookups_by_key_need_the_index(store_dir: Path, written: list[Any]) -> None:
+    async def scenario() -> tuple[int, dict[str, Any]]:
+        async with notifier_app(store_dir, settings(),
+                                config=follower_config(index_enabled=False)) as (client, _, _):
+            response = await client.get("/v1/topics/Orders/messages", params={"key": "k"})
+            return response.status, await response.json()
+
+    status, answer = run(scenario)
+    assert status == 501
+    assert answer["error"]["status"] == "INDEX_DISABLED"
