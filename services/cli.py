@@ -4,6 +4,7 @@
     mqstore inspect DIR                   segments, positions, records, checkpoint, queues, index
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
     mqstore writer --config FILE          run the commitlog-writer service until SIGTERM
+    mqstore notifier --config FILE        run the pull-notifier service until SIGTERM
 
 Exit codes: 0 success, 1 the store is corrupt (verify) or the job failed, 2 bad input
 (argparse's own convention for usage errors, kept for every input error).
@@ -91,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
     writer.add_argument("--config", type=Path, required=True,
                         help="the services' YAML config file (MQSTORE_* variables override it)")
     writer.set_defaults(handler=_writer)
+
+    notifier = commands.add_parser("notifier", help="run the pull-notifier service")
+    notifier.add_argument("--config", type=Path, required=True,
+                          help="the services' YAML config file (MQSTORE_* variables override it)")
+    notifier.set_defaults(handler=_notifier)
     return parser
 
 
@@ -239,6 +245,14 @@ def _writer(arguments: argparse.Namespace) -> int:
         return run_writer(config)
     except StoreLockedError as error:
         raise UsageError(str(error)) from None
+
+
+def _notifier(arguments: argparse.Namespace) -> int:
+    # Imported here: the other commands need neither aiohttp nor prometheus-client.
+    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.notifier import run_notifier  # noqa: PLC0415
+
+    return run_notifier(load_config(arguments.config))
 
 
 if __name__ == "__main__":
