@@ -4,7 +4,9 @@
     mqstore inspect DIR                   segments, positions, records, checkpoint, queues, index
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
     mqstore writer --config FILE          run the commitlog-writer service until SIGTERM
+    mqstore indexer --config FILE         run the reput/indexer service until SIGTERM
     mqstore notifier --config FILE        run the pull-notifier service until SIGTERM
+    mqstore up --data DIR                 all three services as processes on DIR; Ctrl-C stops
 
 Exit codes: 0 success, 1 the store is corrupt (verify) or the job failed, 2 bad input
 (argparse's own convention for usage errors, kept for every input error).
@@ -92,6 +94,21 @@ def _parser() -> argparse.ArgumentParser:
     writer.add_argument("--config", type=Path, required=True,
                         help="the services' YAML config file (MQSTORE_* variables override it)")
     writer.set_defaults(handler=_writer)
+
+    up = commands.add_parser("up", help="run writer, indexer and notifier on one directory")
+    up.add_argument("--data", type=Path, required=True, help="the store directory")
+    up.add_argument("--config", type=Path, default=None,
+                    help="the services' YAML config file (default: only --data)")
+    up.add_argument("--host", default="127.0.0.1", help="listen address of all three")
+    for name, port in (("writer", 8081), ("indexer", 8082), ("notifier", 8083)):
+        up.add_argument(f"--{name}-port", type=_port, default=port,
+                        help=f"the {name}'s port (default {port})")
+    up.set_defaults(handler=_up)
+
+    indexer = commands.add_parser("indexer", help="run the reput/indexer service")
+    indexer.add_argument("--config", type=Path, required=True,
+                         help="the services' YAML config file (MQSTORE_* variables override it)")
+    indexer.set_defaults(handler=_indexer)
 
     notifier = commands.add_parser("notifier", help="run the pull-notifier service")
     notifier.add_argument("--config", type=Path, required=True,
@@ -243,6 +260,37 @@ def _writer(arguments: argparse.Namespace) -> int:
     config = load_config(arguments.config)
     try:
         return run_writer(config)
+    except StoreLockedError as error:
+        raise UsageError(str(error)) from None
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1..65535)")
+    return int(text)
+
+
+def _up(arguments: argparse.Namespace) -> int:
+    from mqstore.services.up import UpOptions, run_up  # noqa: PLC0415 (no aiohttp for others)
+
+    ports = {"writer": arguments.writer_port, "indexer": arguments.indexer_port,
+             "notifier": arguments.notifier_port}
+    if len(set(ports.values())) != len(ports):
+        raise UsageError(f"the three services need three different ports, got {ports}")
+    if arguments.config is not None and not arguments.config.is_file():
+        raise UsageError(f"--config {arguments.config}: no such file")
+    options = UpOptions(data_dir=arguments.data.resolve(), ports=ports, host=arguments.host,
+                        config=arguments.config)
+    return run_up(options, say=lambda line: print(f"mqstore up: {line}", flush=True))
+
+
+def _indexer(arguments: argparse.Namespace) -> int:
+    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.indexer.run import run_indexer  # noqa: PLC0415
+
+    config = load_config(arguments.config)
+    try:
+        return run_indexer(config)
     except StoreLockedError as error:
         raise UsageError(str(error)) from None
 
