@@ -12,7 +12,6 @@ the next open recovers from the files (the abort marker stays).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 
@@ -21,6 +20,7 @@ from aiohttp import web
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import stop_reason
 from mqstore.services.common.logs import configure_logging
+from mqstore.services.common.loops import run_service
 from mqstore.storage import ConfigError, MessageStore, StoreConfig
 
 from .app import STATE, create_app
@@ -34,7 +34,7 @@ def run_writer(config: ServiceConfig) -> int:
         raise ConfigError("the writer refuses to run under python -O: its asserts guard "
                           "invariants of the data it writes")
     configure_logging(service="writer", level=config.writer.log_level)
-    return asyncio.run(_serve(config))
+    return run_service(_serve(config), event_loop=config.writer.event_loop)
 
 
 def writer_store_config(store: StoreConfig) -> StoreConfig:

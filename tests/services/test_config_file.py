@@ -81,6 +81,7 @@ def test_environment_alone_is_enough() -> None:
                                                               " must be a multiple"),
     ("data_dir: /d\nwriter: {port: 70000}\n", {}, "writer: port=70000 must be in 0..65535"),
     ("data_dir: /d\nwriter: {log_level: loud}\n", {}, "log_level='loud' must be one of"),
+    ("data_dir: /d\nwriter: {event_loop: trio}\n", {}, "event_loop='trio' must be one of"),
     ("data_dir: /d\nwriter: {request_body_size_bytes_max: 1024}\n", {},
      "cannot carry one largest message"),
     ("store: {}\n", {}, "data_dir is required"),

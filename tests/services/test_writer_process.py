@@ -25,9 +25,10 @@ STORE_SECTION = {"segment_size_bytes": 1 << 20, "message_body_size_bytes_max": 6
 START_TIMEOUT_S = 30
 
 
-def _config_file(tmp_path: Path, *, flush_mode: str) -> Path:
+def _config_file(tmp_path: Path, *, flush_mode: str, event_loop: str = "uvloop") -> Path:
     path = tmp_path / "mqstore.yaml"
-    document = {"data_dir": str(tmp_path / "data"), "writer": {"port": 0, "host": "127.0.0.1"},
+    document = {"data_dir": str(tmp_path / "data"),
+                "writer": {"port": 0, "host": "127.0.0.1", "event_loop": event_loop},
                 "store": {**STORE_SECTION, "flush_mode": flush_mode}}
     path.write_text(json.dumps(document))  # JSON is YAML
     return path
@@ -94,10 +95,11 @@ def _produce_until_refused(url: str, acknowledged: list[tuple[int, bytes]],
             index += 1
 
 
-@pytest.mark.parametrize("flush_mode", ["sync", "async"])
+@pytest.mark.parametrize(("flush_mode", "event_loop"), [("sync", "uvloop"),
+                                                       ("async", "asyncio")])
 def test_sigterm_drains_and_every_acknowledged_message_survives(
-        tmp_path: Path, writers: list[WriterProcess], flush_mode: str) -> None:
-    writer = WriterProcess(_config_file(tmp_path, flush_mode=flush_mode))
+        tmp_path: Path, writers: list[WriterProcess], flush_mode: str, event_loop: str) -> None:
+    writer = WriterProcess(_config_file(tmp_path, flush_mode=flush_mode, event_loop=event_loop))
     writers.append(writer)
     url = writer.url()
     acknowledged: list[tuple[int, bytes]] = []
