@@ -55,6 +55,7 @@ class Indexer:
         self.directory = directory
         self.config = config
         self.failure: str | None = None
+        directory.mkdir(parents=True, exist_ok=True)  # it may start before the writer
         self._lock = StoreLock(directory / "indexer.lock")
         self._lock.acquire()
         self._closers: list[Callable[[], None]] = []
