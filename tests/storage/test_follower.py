@@ -54,6 +54,18 @@ def _pulled(follower: Follower, topic: str, queue_id: int) -> list[Row]:
     return rows
 
 
+def _advance_until(follower: Follower, notices: list[dict[tuple[str, int], int]],
+                   total: int) -> None:
+    """Feed the listener's notices to the follower until its queues hold `total` entries
+    (dispatch hands a pass's notice to the listener just after it moves its position)."""
+    deadline = time.monotonic() + 20
+    while sum(info.max_offset - info.min_offset for info in follower.queues()) < total:
+        assert time.monotonic() < deadline, "the notices never covered every message"
+        while notices:
+            follower.advance(notices.pop(0))
+        time.sleep(0.005)
+
+
 def _wait_refreshed(follower: Follower, position: int) -> None:
     deadline = time.monotonic() + 20
     while follower.dispatched_position < position:
@@ -77,8 +89,7 @@ def test_notices_make_exactly_the_logs_messages_readable(store_dir: Path,
             Follower.open(store_dir, indexer_config()) as follower:
         _produce(writer, 1200, random.Random(1))  # about 10 segments of 64 KiB
         wait_dispatched(indexer, writer.max_position)
-        for batch in notices:
-            follower.advance(batch)
+        _advance_until(follower, notices, 1200)
         expected = _expected(writer)
         assert {(info.topic, info.queue_id): info.max_offset for info in follower.queues()} \
             == {key: len(rows) for key, rows in expected.items()}
@@ -113,11 +124,10 @@ def test_queue_files_appear_as_the_queue_grows(store_dir: Path, writer: MessageS
             Follower.open(store_dir, indexer_config()) as follower:
         assert follower.queues() == []
         rng = random.Random(3)
-        for _ in range(5):  # 2,500 entries: three 1,024-entry files
+        for round_number in range(1, 6):  # 2,500 entries: three 1,024-entry files
             _produce(writer, 500, rng, topics=("One",), queues=1)
             wait_dispatched(indexer, writer.max_position)
-            while notices:
-                follower.advance(notices.pop(0))
+            _advance_until(follower, notices, 500 * round_number)
         assert len(list((store_dir / "consumequeue" / "One" / "0").iterdir())) == 3
         assert follower.max_offset("One", 0) == 2500
         assert _pulled(follower, "One", 0) == _expected(writer)["One", 0]
@@ -137,8 +147,7 @@ def test_retention_deletes_old_files_but_never_a_held_read(store_dir: Path,
         _produce(writer, 2500, random.Random(4), topics=("R",), queues=1)
         _produce(writer, 10, random.Random(5), topics=("Late",), queues=1, first_key=9000)
         wait_dispatched(indexer, writer.max_position)
-        for batch in notices:
-            follower.advance(batch)
+        _advance_until(follower, notices, 2510)
         expected = _expected(writer)["R", 0]
         held = follower.get("R", 0, 0, 32)
         assert [bytes(m.body) for m in held.messages] == [row[2] for row in expected[:32]]
@@ -185,8 +194,7 @@ def test_lookups_by_position_key_and_time(store_dir: Path, writer: MessageStore)
             Follower.open(store_dir, indexer_config()) as follower:
         _produce(writer, 400, random.Random(7))
         wait_dispatched(indexer, writer.max_position)
-        for batch in notices:
-            follower.advance(batch)
+        _advance_until(follower, notices, 400)
         messages = list(writer.iter_messages())
         chosen = messages[123]
         found = follower.message_at(chosen.physical_offset)
