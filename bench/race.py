@@ -19,8 +19,9 @@ it is about to get (it owns the queue, so it knows it), and each reader compares
 returned body with that slice of the pool.  A wrong answer stops the run.
 
 Cases, interleaved within each run so VM drift hits all alike: read cache off/on
-(`--cache-mib` MiB, prefetch on) × group commit alignment off/on (4 KiB).  Limits (`sync_limits.py`),
-measured after each case on the same filesystem: append + fdatasync in a loop for
+(`--cache-mib` MiB, prefetch on) × group commit alignment off/on (4 KiB).  Limits
+(`sync_limits.py`), measured after each case on the same filesystem: append + fdatasync in a
+loop for
 `--sync-seconds` s, with blocks of 256 KiB and of the case's mean group size (bytes per
 group-commit fdatasync), into a growing file ("append") and into a pre-zeroed one
 ("overwrite": what the engine's preallocated segments see); and alignment's effect on the
