@@ -11,7 +11,6 @@ Exit status: 0 after a stop on a signal.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import signal
 
@@ -20,6 +19,7 @@ from aiohttp import web
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import first_signal
 from mqstore.services.common.logs import configure_logging
+from mqstore.services.common.loops import run_service
 from mqstore.storage import ConfigError
 from mqstore.storage.consumer_offsets import ConsumerOffsets
 from mqstore.storage.follower import Follower
@@ -35,7 +35,7 @@ def run_notifier(config: ServiceConfig) -> int:
         raise ConfigError("the notifier refuses to run under python -O: its asserts guard "
                           "what it reads and the offsets it writes")
     configure_logging(service="notifier", level=config.notifier.log_level)
-    return asyncio.run(_serve(config))
+    return run_service(_serve(config), event_loop=config.notifier.event_loop)
 
 
 async def _serve(config: ServiceConfig) -> int:

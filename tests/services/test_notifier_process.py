@@ -10,12 +10,14 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.indexer import Indexer
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 
 
-def _config(tmp_path: Path, store_dir: Path) -> Path:
+def _config(tmp_path: Path, store_dir: Path, event_loop: str) -> Path:
     small = indexer_config()
     path = tmp_path / "mqstore.yaml"
     path.write_text(json.dumps({  # JSON is YAML
@@ -24,7 +26,8 @@ def _config(tmp_path: Path, store_dir: Path) -> Path:
             "segment_size_bytes", "message_body_size_bytes_max", "properties_size_bytes_max",
             "put_batch_size_bytes_max", "consume_queue_file_size_bytes",
             "index_hash_slot_count", "index_count_max")},
-        "notifier": {"host": "127.0.0.1", "port": 0, "indexer_url": ""}}))
+        "notifier": {"host": "127.0.0.1", "port": 0, "indexer_url": "",
+                     "event_loop": event_loop}}))
     return path
 
 
@@ -40,14 +43,15 @@ def _listening_port(process: subprocess.Popen[bytes]) -> int:
     raise AssertionError("no 'listening' line within 30 s")
 
 
-def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path,
-                                                          store_dir: Path) -> None:
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path, store_dir: Path,
+                                                          event_loop: str) -> None:
     with MessageStore.open(store_dir, writer_config()) as writer, \
             Indexer.open(store_dir, indexer_config()) as indexer:
         assert writer.put(Message("Orders", 0, b"hello")).ok
         wait_dispatched(indexer, writer.max_position)
     process = subprocess.Popen([sys.executable, "-m", "mqstore.services.cli", "notifier",
-                                "--config", str(_config(tmp_path, store_dir))],
+                                "--config", str(_config(tmp_path, store_dir, event_loop))],
                                stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{_listening_port(process)}"
