@@ -33,9 +33,13 @@ def _run_writer_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[
     assert process.stdout is not None
     ready = process.stdout.readline()
     assert ready == b"ready\n", process.stderr.read().decode() if process.stderr else ""
-    time.sleep(rng.uniform(0.02, 0.25))
+    # Kill only after the first acknowledgement: on a loaded machine a fixed sleep can end
+    # before the writer acknowledged anything, and such a round would test nothing.
+    first_ack = process.stdout.readline()
+    time.sleep(rng.uniform(0.0, 0.2))
     os.kill(process.pid, signal.SIGKILL)
-    output, _ = process.communicate(timeout=30)
+    rest, _ = process.communicate(timeout=30)
+    output = first_ack + rest
     assert process.returncode == -signal.SIGKILL
     acked = []
     for line in output.decode().splitlines(keepends=True):
