@@ -1,7 +1,9 @@
 """Seed 003's race workload at reduced scale, beside this machine's fdatasync bandwidth.
 
     .venv/bin/python bench/race.py [--writers 20 --topics 10 --queues 500 --write-mib 512
-                                    --read-write-mib 256 --readers 10 --runs 2 --dir DIR]
+                                    --read-write-mib 256 --readers 10 --runs 1 --dir DIR]
+
+One run of the four cases takes 2–3 minutes here (15–25 s per case, 10 s of limits each).
 
 The contest (spec §12.1), scaled down: `--writers` threads `append` payloads of uniform random
 size in [100 B, 17 KiB] (slices of an os.urandom pool: incompressible) to `--queues` queues
@@ -284,7 +286,7 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=10)
     parser.add_argument("--cache-mib", type=int, default=256)
     parser.add_argument("--sync-seconds", type=float, default=2.0)
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--cases", default="0,1,2,3", help="indexes into " + repr(CASES))
     parser.add_argument("--seed", type=int, default=2021)
     parser.add_argument("--dir", type=Path, default=None)
