@@ -146,7 +146,7 @@ class StoreConfig:
     `segment_size_bytes`).  Off by default, measured (`bench/race.py`): here fdatasync of
     ~76 KiB groups padded to 4 KiB moved no more payload than unaligned ones (paired, 20 runs:
     median 1.01×), the race's total time did not move (median 18 s both ways), and fillers
-    cost 2.7% of the log; a lone producer would pad every message to 4 KiB.  Try it where
+    cost 2.8% of the log; a lone producer would pad every message to 4 KiB.  Try it where
     rewriting a partial page costs (seed 003's cloud SSD)."""
 
     checkpoint_interval_ms: int = 1000
