@@ -172,12 +172,14 @@ def _append_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[tupl
     assert process.stdout is not None
     ready = process.stdout.readline()
     assert ready == b"ready\n", process.stderr.read().decode() if process.stderr else ""
+    first = process.stdout.readline()  # kill only after an ack: a loaded machine is slow
     time.sleep(rng.uniform(0.05, 0.3))
     os.kill(process.pid, signal.SIGKILL)
     output, _ = process.communicate(timeout=30)
     assert process.returncode == -signal.SIGKILL
     return [tuple(int(field) for field in line.split())
-            for line in output.decode().splitlines(keepends=True) if line.endswith("\n")]
+            for line in (first + output).decode().splitlines(keepends=True)
+            if line.endswith("\n")]
 
 
 def test_appended_data_survives_kill9_with_aligned_groups(tmp_path: Path) -> None:
