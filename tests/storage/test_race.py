@@ -126,8 +126,8 @@ def test_read_your_writes_while_dispatch_sleeps(store_dir: Path) -> None:
     returned is still not in the consume queue, and get_range must wait for it."""
     config = sync_config(dispatch_interval_ms=60_000)
     with MessageStore.open(store_dir, config) as store:
-        time.sleep(0.05)  # let dispatch's first pass run and go to sleep
         for round_number in range(5):
+            time.sleep(0.05)  # let dispatch finish its last pass and go to sleep
             data = f"round {round_number}".encode()
             offset = store.append("T", 0, data)
             assert store.max_offset("T", 0) == offset, "dispatch was not behind"
