@@ -1,6 +1,8 @@
 """The `mqstore` command line.
 
     mqstore produce DIR [--count N] ...   the embedded main job: write, read back, report
+    mqstore produce --url URL [...]       send to a running writer (progress on stderr)
+    mqstore consume --url URL --group G --topic T   poll and commit from a notifier
     mqstore inspect DIR                   segments, positions, records, checkpoint, queues, index
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
     mqstore writer --config FILE          run the commitlog-writer service until SIGTERM
@@ -69,8 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mqstore", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    produce = commands.add_parser("produce", help="write messages into an embedded store")
-    produce.add_argument("directory", type=Path)
+    produce = commands.add_parser("produce", help="write messages: into an embedded store "
+                                  "(DIR) or to a running writer (--url)")
+    produce.add_argument("directory", type=Path, nargs="?")
+    produce.add_argument("--url", help="a writer service, e.g. http://127.0.0.1:8081")
     produce.add_argument("--topic", default="Demo")
     produce.add_argument("--queues", type=int, default=4, help="queue ids 0..N-1")
     produce.add_argument("--count", type=int, default=100_000)
@@ -80,6 +84,18 @@ def _parser() -> argparse.ArgumentParser:
     produce.add_argument("--flush", choices=[m.value for m in FlushMode], default="async")
     produce.add_argument("--pool", action="store_true", help="use the transient store pool")
     produce.set_defaults(handler=_produce)
+
+    consume = commands.add_parser("consume", help="poll and commit a topic for a consumer "
+                                  "group from a notifier service")
+    consume.add_argument("--url", required=True, help="a notifier, e.g. http://127.0.0.1:8083")
+    consume.add_argument("--group", required=True)
+    consume.add_argument("--topic", required=True)
+    consume.add_argument("--count", type=int, default=None,
+                         help="stop after N messages (default: when a poll comes back empty)")
+    consume.add_argument("--wait-ms", type=int, default=1000, help="long-poll wait per poll")
+    consume.add_argument("--print", action="store_true", dest="print_messages",
+                         help="one JSON line per message on stdout")
+    consume.set_defaults(handler=_consume)
 
     inspect = commands.add_parser("inspect", help="describe a store directory (read-only)")
     inspect.add_argument("directory", type=Path)
@@ -126,6 +142,10 @@ def _positive(value: int, name: str) -> int:
 def _produce(arguments: argparse.Namespace) -> int:
     count = _positive(arguments.count, "--count")
     batch = _positive(arguments.batch, "--batch")
+    if (arguments.directory is None) == (arguments.url is None):
+        raise UsageError("give a store directory (embedded) or --url (a writer), not both")
+    if arguments.url is not None:
+        return _produce_over_http(arguments, count=count, batch=batch)
     queues = _positive(arguments.queues, "--queues")
     segment_bytes = _positive(arguments.segment_mib, "--segment-mib") << 20
     # Small segments keep the demo's disk use down; queue and index files keep realistic
@@ -156,6 +176,32 @@ def _produce(arguments: argparse.Namespace) -> int:
           f"{written / elapsed:,.0f} msg/s, {megabytes / elapsed:,.1f} MB/s "
           f"(recovery on open: {recovery}); read back {read_back}")
     return 0 if read_back == written else EXIT_CORRUPT
+
+
+def _produce_over_http(arguments: argparse.Namespace, *, count: int, batch: int) -> int:
+    from mqstore.client import MqstoreError  # noqa: PLC0415 (lazy: HTTP stack)
+    from mqstore.services.terminal import produce_over_http  # noqa: PLC0415
+
+    try:
+        return produce_over_http(arguments.url, topic=arguments.topic, count=count,
+                                 body_bytes=_positive(arguments.body_bytes, "--body-bytes"),
+                                 batch=batch, say=print)
+    except MqstoreError as error:
+        raise UsageError(str(error)) from None
+
+
+def _consume(arguments: argparse.Namespace) -> int:
+    from mqstore.client import MqstoreError  # noqa: PLC0415 (lazy: HTTP stack)
+    from mqstore.services.terminal import consume_over_http  # noqa: PLC0415
+
+    count = None if arguments.count is None else _positive(arguments.count, "--count")
+    try:
+        return consume_over_http(arguments.url, group=arguments.group, topic=arguments.topic,
+                                 count=count, wait_ms=_positive(arguments.wait_ms, "--wait-ms"),
+                                 print_messages=arguments.print_messages,
+                                 say=lambda line: print(line, file=sys.stderr))
+    except MqstoreError as error:
+        raise UsageError(str(error)) from None
 
 
 def _existing_store(directory: Path) -> Path:

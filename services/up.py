@@ -77,7 +77,7 @@ class Supervisor:
         return environment
 
     def _spawn(self, name: str, backoff_ms: int) -> Child:
-        command = [sys.executable, "-m", "mqstore.services.cli", name,
+        command = [sys.executable, "-P", "-m", "mqstore.services.cli", name,
                    "--config", str(self._config_path)]
         # A session of its own: the terminal's Ctrl-C reaches `up` only, which then stops
         # the services in an order that loses nothing.

@@ -7,11 +7,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tests.processes import MQSTORE
 
 SERVICES = ("writer", "indexer", "notifier")
 SMALL_STORE = {"segment_size_bytes": 1 << 20, "message_body_size_bytes_max": 64 * 1024,
@@ -48,7 +49,7 @@ class ThreeServices:
         self.starts += 1
         log = open(self.logs / f"{name}-{self.starts}.log", "wb")  # noqa: SIM115 (kept open)
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "mqstore.services.cli", name, "--config", str(self.config)],
+            [*MQSTORE, name, "--config", str(self.config)],
             env=environment, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         self.wait_ready(name)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.indexer import Indexer
+from tests.processes import MQSTORE
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 
 
@@ -50,7 +50,7 @@ def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path, store_
             Indexer.open(store_dir, indexer_config()) as indexer:
         assert writer.put(Message("Orders", 0, b"hello")).ok
         wait_dispatched(indexer, writer.max_position)
-    process = subprocess.Popen([sys.executable, "-m", "mqstore.services.cli", "notifier",
+    process = subprocess.Popen([*MQSTORE, "notifier",
                                 "--config", str(_config(tmp_path, store_dir, event_loop))],
                                stderr=subprocess.PIPE)
     try:
@@ -73,7 +73,7 @@ def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path, store_
 
 
 def test_a_missing_config_file_is_a_usage_error(tmp_path: Path) -> None:
-    finished = subprocess.run([sys.executable, "-m", "mqstore.services.cli", "notifier",
+    finished = subprocess.run([*MQSTORE, "notifier",
                                "--config", str(tmp_path / "nope.yaml")],
                               capture_output=True, text=True, timeout=60, check=False)
     assert finished.returncode == 2

@@ -6,7 +6,6 @@ import json
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from mqstore.client import MqstoreError, Producer
 from mqstore.storage import MessageStore
 from mqstore.storage.config import StoreConfig
+from tests.processes import MQSTORE
 
 STORE_SECTION = {"segment_size_bytes": 1 << 20, "message_body_size_bytes_max": 65536,
                  "properties_size_bytes_max": 4096, "put_batch_size_bytes_max": 262144,
@@ -39,7 +39,7 @@ class WriterProcess:
 
     def __init__(self, config: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mqstore.services.cli", "writer", "--config", str(config)],
+            [*MQSTORE, "writer", "--config", str(config)],
             stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
@@ -131,8 +131,8 @@ def test_second_writer_on_the_same_directory_exits_2(tmp_path: Path,
     first = WriterProcess(config)
     writers.append(first)
     first.url()
-    second = subprocess.run([sys.executable, "-m", "mqstore.services.cli", "writer", "--config",
-                             str(config)], capture_output=True, text=True, timeout=60, check=False)
+    second = subprocess.run([*MQSTORE, "writer", "--config", str(config)],
+                            capture_output=True, text=True, timeout=60, check=False)
     assert second.returncode == 2
     assert "mqstore writer: " in second.stderr
     assert "another writer holds the store lock" in second.stderr
@@ -143,7 +143,7 @@ def test_second_writer_on_the_same_directory_exits_2(tmp_path: Path,
 def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("data_dir: /tmp/x\nstore:\n  flush_mode: sometimes\n")
-    result = subprocess.run([sys.executable, "-m", "mqstore.services.cli", "writer",
+    result = subprocess.run([*MQSTORE, "writer",
                              "--config", str(path)], capture_output=True, text=True, timeout=60,
                             check=False)
     assert result.returncode == 2

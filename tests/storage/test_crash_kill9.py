@@ -14,12 +14,12 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from mqstore.storage import Message, MessageStore
 from tests.conftest import small_config
+from tests.processes import module_command
 from tests.storage.crash_writer import PRODUCERS, body_for, key_for
 
 KILLS = 20
@@ -27,7 +27,7 @@ REPO = Path(__file__).parents[2]
 
 
 def _run_writer_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[tuple[int, ...]]:
-    process = subprocess.Popen([sys.executable, "-m", "tests.storage.crash_writer",
+    process = subprocess.Popen([*module_command("tests.storage.crash_writer"),
                                 str(store_dir), str(run)], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdout is not None

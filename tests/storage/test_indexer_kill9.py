@@ -7,13 +7,13 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.indexer import Indexer
 from mqstore.storage.watermarks import DispatchedFile
+from tests.processes import module_command
 from tests.storage.split_helpers import (
     indexer_config,
     log_records,
@@ -45,7 +45,7 @@ def test_indexer_survives_kill9_mid_dispatch(store_dir: Path) -> None:
 
 
 def _start_and_kill(store_dir: Path, rng: random.Random) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "tests.storage.indexer_proc",
+    process = subprocess.Popen([*module_command("tests.storage.indexer_proc"),
                                 str(store_dir)], cwd=REPO, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None

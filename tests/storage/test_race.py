@@ -7,7 +7,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from mqstore.storage import (
 from mqstore.storage.padding import PADDING_TOPIC
 from mqstore.storage.scrub import verify_store
 from tests.conftest import small_config
+from tests.processes import module_command
 from tests.storage.race_writer import QUEUES, TOPIC, body_for, race_config
 
 REPO = Path(__file__).parents[2]
@@ -166,7 +166,7 @@ def test_user_listener_still_gets_notices(store_dir: Path) -> None:
 # -- durability: kill -9 of an appending process -------------------------------------------
 
 def _append_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[tuple[int, ...]]:
-    process = subprocess.Popen([sys.executable, "-m", "tests.storage.race_writer",
+    process = subprocess.Popen([*module_command("tests.storage.race_writer"),
                                 str(store_dir), str(run)], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdout is not None
