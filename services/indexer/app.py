@@ -17,9 +17,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Iterator
 
 from aiohttp import web
 from prometheus_client import Counter
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from mqstore.services.common.config_file import IndexerSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
@@ -46,6 +49,7 @@ STATE = web.AppKey("indexer_state", IndexerState)
 def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings) -> web.Application:
     state = IndexerState()
     registry = new_registry(_gauges(indexer, hub))
+    registry.register(_HubCounters(hub))
     streams = Counter("mqstore_notice_streams_opened", "Notice streams opened by notifiers.",
                       registry=registry)
     heartbeat_s = settings.notice_heartbeat_interval_ms / 1000
@@ -117,8 +121,27 @@ def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
                   lambda: sum(1 for _ in indexer.queues)),
         GaugeSpec("mqstore_notice_subscribers", "Notifiers connected to the notice stream.",
                   lambda: hub.subscriber_count),
-        GaugeSpec("mqstore_notice_lines_sent", "Notice lines written to subscribers so far "
-                  "(a gauge read from the hub's counter).", lambda: hub.lines_sent_total),
-        GaugeSpec("mqstore_notice_queues_noticed", "Queue advances sent so far (a gauge read "
-                  "from the hub's counter).", lambda: hub.queues_noticed_total),
     ]
+
+
+class _HubCounters(Collector):
+    """The hub's running totals as Prometheus counters, read at scrape time (the hub counts
+    on the event loop; nothing is added to the notice path)."""
+
+    def __init__(self, hub: NoticeHub) -> None:
+        self._hub = hub
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        return self.collect()
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        hub = self._hub
+        yield CounterMetricFamily("mqstore_notice_lines_sent",
+                                  "Notice lines written to subscribers (one per subscriber).",
+                                  value=hub.lines_sent_total)
+        yield CounterMetricFamily("mqstore_notices_sent",
+                                  "Queue advances sent (one per queue per line).",
+                                  value=hub.queues_noticed_total)
+        yield CounterMetricFamily("mqstore_notice_subscribers_dropped",
+                                  "Subscribers disconnected for falling behind.",
+                                  value=hub.subscribers_dropped_total)
