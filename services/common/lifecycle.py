@@ -1,10 +1,15 @@
-"""Process lifecycle shared by the services: wait for the first SIGTERM or SIGINT."""
+"""Process lifecycle shared by the services: serve an app until a signal or a failure."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+from aiohttp import web
+
+from .config_file import ServiceSettings
 
 
 async def first_signal() -> int:
@@ -36,3 +41,26 @@ async def stop_reason(failure: Callable[[], str | None], *, poll_interval_s: flo
         return signal.Signals(signalled.result()).name
     finally:
         signalled.cancel()
+
+
+async def serve(app: web.Application, settings: ServiceSettings, *, log: logging.Logger,
+                details: Mapping[str, object], failure: Callable[[], str | None],
+                on_stopping: Callable[[], None] | None = None,
+                access_log: logging.Logger | None = None) -> None:
+    """Serve `app` until a signal or `failure()`: log "listening" (with the bound port and
+    `details`), then "stopping" with the reason; `on_stopping` runs before in-flight requests
+    are given `shutdown_timeout_ms` to finish.  The caller closes its engine afterwards."""
+    runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
+                           access_log=access_log)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        log.info("listening", extra={"host": host, "port": port, **details})
+        reason = await stop_reason(failure)
+        log.info("stopping", extra={"reason": reason})
+        if on_stopping is not None:
+            on_stopping()
+    finally:
+        await runner.cleanup()

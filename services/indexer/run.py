@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from aiohttp import web
-
 from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import stop_reason
+from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
+from mqstore.services.common.loops import run_service
 from mqstore.storage.indexer import Indexer
 
 from .app import STATE, create_app
@@ -29,7 +28,7 @@ log = logging.getLogger("mqstore.indexer")
 
 def run_indexer(config: ServiceConfig) -> int:
     configure_logging(service="indexer", level=config.indexer.log_level)
-    return asyncio.run(_serve(config))
+    return run_service(_serve(config), event_loop=config.indexer.event_loop)
 
 
 async def _serve(config: ServiceConfig) -> int:
@@ -48,22 +47,14 @@ async def _serve(config: ServiceConfig) -> int:
     indexer_ref.append(indexer)
     try:
         app = create_app(indexer, hub, settings)
-        runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
-                               access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, settings.host, settings.port)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-            log.info("listening", extra={"host": host, "port": port,
-                                         "data_dir": str(config.data_dir),
-                                         "config": config.source})
-            reason = await stop_reason(lambda: indexer.failure)
-            log.info("stopping", extra={"reason": reason})
+
+        def on_stopping() -> None:
             app[STATE].stopping = True
             hub.close()
-        finally:
-            await runner.cleanup()
+
+        await serve(app, settings, log=log, failure=lambda: indexer.failure,
+                    on_stopping=on_stopping,
+                    details={"data_dir": str(config.data_dir), "config": config.source})
     finally:
         indexer.close()
     log.info("stopped", extra={"clean": indexer.failure is None, "failure": indexer.failure})

@@ -12,12 +12,9 @@ Exit status: 0 after a stop on a signal.
 from __future__ import annotations
 
 import logging
-import signal
-
-from aiohttp import web
 
 from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import first_signal
+from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.storage import ConfigError
@@ -45,21 +42,9 @@ async def _serve(config: ServiceConfig) -> int:
         offsets = ConsumerOffsets(config.data_dir,
                                   lock_timeout_ms=settings.offsets_lock_timeout_ms)
         app = create_app(follower, offsets, settings)
-        runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
-                               access_log=None)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, settings.host, settings.port)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-            log.info("listening", extra={"host": host, "port": port,
-                                         "data_dir": str(config.data_dir),
-                                         "indexer_url": settings.indexer_url,
-                                         "config": config.source})
-            signum = await first_signal()
-            log.info("stopping", extra={"signal": signal.Signals(signum).name})
-        finally:
-            await runner.cleanup()
+        await serve(app, settings, log=log, failure=lambda: None,
+                    details={"data_dir": str(config.data_dir),
+                             "indexer_url": settings.indexer_url, "config": config.source})
     finally:
         follower.close()
     log.info("stopped")

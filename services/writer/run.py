@@ -15,10 +15,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from aiohttp import web
-
 from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import stop_reason
+from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.storage import ConfigError, MessageStore, StoreConfig
@@ -48,23 +46,16 @@ async def _serve(config: ServiceConfig) -> int:
     store = MessageStore.open(config.data_dir, writer_store_config(config.store))
     try:
         app = create_app(store, settings)
-        access_log = log.getChild("access") if settings.access_log_enabled else None
-        runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
-                               access_log=access_log)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, settings.host, settings.port)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-            log.info("listening", extra={"host": host, "port": port,
-                                         "data_dir": str(config.data_dir),
-                                         "flush_mode": config.store.flush_mode.value,
-                                         "config": config.source})
-            reason = await stop_reason(lambda: store.failure)
-            log.info("stopping", extra={"reason": reason})
+
+        def on_stopping() -> None:
             app[STATE].stopping = True
-        finally:
-            await runner.cleanup()
+
+        await serve(app, settings, log=log, failure=lambda: store.failure,
+                    on_stopping=on_stopping,
+                    access_log=log.getChild("access") if settings.access_log_enabled else None,
+                    details={"data_dir": str(config.data_dir),
+                             "flush_mode": config.store.flush_mode.value,
+                             "config": config.source})
     finally:
         store.close()
     failure = store.failure
