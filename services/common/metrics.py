@@ -10,7 +10,9 @@ conventions: `mqstore_` prefix, base units as suffixes (`_bytes`, `_seconds`, `_
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -71,3 +73,28 @@ def metrics_response(registry: CollectorRegistry) -> web.Response:
     """The text exposition of `registry`."""
     return web.Response(body=generate_latest(registry),
                         headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+Observe = Callable[[str, float, web.Request, web.StreamResponse], None]
+"""(route name, seconds, request, response): count and time one answered request."""
+
+
+def timing_middleware(endpoints: frozenset[str], observe: Observe) -> Any:
+    """A middleware that times requests to the routes named in `endpoints` (others pass
+    untouched) and hands each answer to `observe`.  Outermost: it sees the final status of
+    errors the error middleware shapes."""
+    clock = time.perf_counter
+
+    @web.middleware
+    async def timed(request: web.Request,
+                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+        name = request.match_info.route.name
+        if name not in endpoints:
+            return await handler(request)
+        started = clock()
+        response = await handler(request)
+        observe(name, clock() - started, request, response)
+        return response
+
+    return timed

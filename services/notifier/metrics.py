@@ -17,14 +17,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
-from mqstore.services.common.metrics import GaugeSpec, new_registry
+from mqstore.services.common.metrics import GaugeSpec, new_registry, timing_middleware
 from mqstore.storage.follower import Follower
 
 from .held import CAUSES, HeldPulls
@@ -79,20 +78,11 @@ class NotifierMetrics:
     def middleware(self, endpoints: frozenset[str]) -> Any:
         """Time and count requests to the routes named in `endpoints` (the pull routes)."""
         pulls, latency = self.pulls, self.latency
-        clock = time.perf_counter
 
-        @web.middleware
-        async def timed(request: web.Request,
-                        handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                        ) -> web.StreamResponse:
-            name = request.match_info.route.name
-            if name not in endpoints:
-                return await handler(request)
-            started = clock()
-            response = await handler(request)
-            latency.labels(endpoint=name).observe(clock() - started)
+        def observe(name: str, seconds: float, request: web.Request,
+                    response: web.StreamResponse) -> None:
+            latency.labels(endpoint=name).observe(seconds)
             status = request.get(STATUS_KEY) or f"HTTP_{response.status}"
             pulls.labels(endpoint=name, status=status).inc()
-            return response
 
-        return timed
+        return timing_middleware(endpoints, observe)

@@ -20,14 +20,12 @@ same values for other processes (the indexer).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
-from mqstore.services.common.metrics import GaugeSpec, GaugeValue, new_registry
+from mqstore.services.common.metrics import GaugeSpec, GaugeValue, new_registry, timing_middleware
 from mqstore.storage import MessageStore, PutStatus
 from mqstore.storage.retention import disk_used_ratio
 
@@ -89,19 +87,10 @@ class WriterMetrics:
     def middleware(self, endpoints: frozenset[str]) -> Any:
         """Time and count requests to the routes named in `endpoints` (the put routes)."""
         requests, latency = self.put_requests, self.put_latency
-        clock = time.perf_counter
 
-        @web.middleware
-        async def timed(request: web.Request,
-                        handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                        ) -> web.StreamResponse:
-            name = request.match_info.route.name
-            if name not in endpoints:
-                return await handler(request)
-            started = clock()
-            response = await handler(request)
-            latency.labels(endpoint=name).observe(clock() - started)
+        def observe(name: str, seconds: float, request: web.Request,
+                    response: web.StreamResponse) -> None:
+            latency.labels(endpoint=name).observe(seconds)
             requests.labels(endpoint=name, code=str(response.status)).inc()
-            return response
 
-        return timed
+        return timing_middleware(endpoints, observe)
