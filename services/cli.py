@@ -9,6 +9,7 @@
     mqstore indexer --config FILE         run the reput/indexer service until SIGTERM
     mqstore notifier --config FILE        run the pull-notifier service until SIGTERM
     mqstore up --data DIR                 all three services as processes on DIR; Ctrl-C stops
+    mqstore preallocate --config FILE     create and preallocate a new store's first segment
 
 Exit codes: 0 success, 1 the store is corrupt (verify) or the job failed, 2 bad input
 (argparse's own convention for usage errors, kept for every input error).
@@ -130,6 +131,11 @@ def _parser() -> argparse.ArgumentParser:
     notifier.add_argument("--config", type=Path, required=True,
                           help="the services' YAML config file (MQSTORE_* variables override it)")
     notifier.set_defaults(handler=_notifier)
+
+    preallocate = commands.add_parser("preallocate", help="create and preallocate a new "
+                                      "store's first commit log segment")
+    preallocate.add_argument("--config", type=Path, required=True, help="its YAML config file")
+    preallocate.set_defaults(handler=_preallocate)
     return parser
 
 
@@ -347,6 +353,14 @@ def _notifier(arguments: argparse.Namespace) -> int:
     from mqstore.services.notifier import run_notifier  # noqa: PLC0415
 
     return run_notifier(load_config(arguments.config))
+
+
+def _preallocate(arguments: argparse.Namespace) -> int:
+    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.preallocate import preallocate_first_segment  # noqa: PLC0415
+
+    print(preallocate_first_segment(load_config(arguments.config)))
+    return 0
 
 
 if __name__ == "__main__":
