@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 echo "== ruff";        .venv/bin/ruff check .
-echo "== mypy";        .venv/bin/mypy -p mqstore.storage -p mqstore.services -p mqstore.client
+echo "== mypy";        .venv/bin/mypy -p mqstore.storage -p mqstore.services -p mqstore.client -p mqstore.pipeline
 echo "== layers";      .venv/bin/lint-imports
 echo "== pytest";      .venv/bin/pytest "$@"

@@ -5,6 +5,7 @@
     mqstore consume --url URL --group G --topic T   poll and commit from a notifier
     mqstore inspect DIR                   segments, positions, records, checkpoint, queues, index
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
+    mqstore pipeline JOB ...              Spark jobs: export, stats, verify, reindex
     mqstore writer --config FILE          run the commitlog-writer service until SIGTERM
     mqstore indexer --config FILE         run the reput/indexer service until SIGTERM
     mqstore notifier --config FILE        run the pull-notifier service until SIGTERM
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
         up.add_argument(f"--{name}-port", type=_port, default=port,
                         help=f"the {name}'s port (default {port})")
     up.set_defaults(handler=_up)
+    _add_pipeline(commands)
 
     indexer = commands.add_parser("indexer", help="run the reput/indexer service")
     indexer.add_argument("--config", type=Path, required=True,
@@ -334,6 +336,25 @@ def _up(arguments: argparse.Namespace) -> int:
     options = UpOptions(data_dir=arguments.data.resolve(), ports=ports, host=arguments.host,
                         config=arguments.config)
     return run_up(options, say=lambda line: print(f"mqstore up: {line}", flush=True))
+
+
+def _add_pipeline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from mqstore.pipeline.cli import add_subcommands  # noqa: PLC0415 (argparse only)
+
+    pipeline = commands.add_parser("pipeline", help="Spark jobs: export, stats, verify, "
+                                   "reindex (see mqstore pipeline -h)")
+    add_subcommands(pipeline)
+    pipeline.set_defaults(handler=_pipeline)
+
+
+def _pipeline(arguments: argparse.Namespace) -> int:
+    # Only this command imports pyspark, and only once a job runs.
+    from mqstore.pipeline.cli import run  # noqa: PLC0415
+
+    try:
+        return run(arguments)
+    except (ValueError, FileExistsError) as error:
+        raise UsageError(str(error)) from None
 
 
 def _indexer(arguments: argparse.Namespace) -> int:

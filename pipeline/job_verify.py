@@ -1,0 +1,52 @@
+"""Verify job: the CRC scrub of `mqstore verify`, one Spark task per segment.
+
+Each task runs the engine's own scrub of one segment (`storage.scrub.scan_segment` with CRC
+checks: magic, sizes, PHYSICALOFFSET, body CRC, a non-zero tail after the last record); the
+driver then applies `verify_store`'s rule across segments (a segment that stops without a
+BLANK while a later one holds data is a hole).  Read-only, no lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from mqstore.storage.scrub import Corruption, SegmentSummary, scan_segment, segment_paths
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyResult:
+    segments: int
+    records: int
+    corruptions: list[Corruption]
+
+    @property
+    def clean(self) -> bool:
+        return not self.corruptions
+
+
+def _scan(path: str) -> SegmentSummary:
+    return scan_segment(Path(path), verify_crc=True)
+
+
+def holes(summaries: list[SegmentSummary]) -> list[Corruption]:
+    """Segments that end without a BLANK although a later segment holds data."""
+    holding = [s for s in summaries if s.record_count or s.corruptions]
+    return [Corruption(s.data_end_position, f"segment {s.name} ends without a BLANK record "
+                       f"but later segments hold data")
+            for s in holding[:-1] if not s.ends_with_blank and not s.corruptions]
+
+
+def verify(spark: SparkSession, directory: str) -> VerifyResult:
+    paths = [str(path) for path in segment_paths(Path(directory))]
+    if not paths:
+        return VerifyResult(segments=0, records=0, corruptions=[])
+    context = spark.sparkContext
+    summaries = context.parallelize(paths, len(paths)).map(_scan).collect()
+    summaries.sort(key=lambda summary: summary.start_position)
+    found = [c for summary in summaries for c in summary.corruptions] + holes(summaries)
+    return VerifyResult(segments=len(summaries),
+                        records=sum(summary.record_count for summary in summaries),
+                        corruptions=sorted(found, key=lambda c: c.physical_offset))

@@ -1,0 +1,96 @@
+"""The batch reader: `spark.read.format("mqstore").load("/data")`.
+
+`partitions()` runs once in a planner process and returns small picklable `SegmentRange`s
+(partitions.py); `read()` runs in the executors' Python workers, maps one segment read-only,
+walks its records (walk.py) and yields Arrow record batches (batches.py).  Nothing is written
+and no lock is taken, so it may read a live broker's volume (up to the writer's published
+committed position) or a copy of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from .batches import record_batches, report
+from .options import OnCorrupt, ReadOptions
+from .partitions import SegmentRange, plan_partitions
+from .schema import SPARK_SCHEMA
+from .store_files import load_store_files, map_segment
+from .walk import RangeBoundaryError, WalkStop, find_record_start, walk_records
+
+log = logging.getLogger(__name__)
+
+
+def check_schema(schema: StructType | None) -> None:
+    if schema is not None and schema != SPARK_SCHEMA:
+        raise ValueError(f"mqstore: the schema is fixed ({SPARK_SCHEMA.simpleString()}); "
+                         f"select columns instead of passing .schema(...)")
+
+
+class MqstoreReader(DataSourceReader):
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[InputPartition]:
+        files = load_store_files(self.options.directory)
+        return list(plan_partitions(files, self.options.selection,
+                                    max_partition_bytes=self.options.max_partition_bytes))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # Spark turns an empty plan into one `InputPartition(None)` and still reads it.
+        if not isinstance(partition, SegmentRange):
+            return iter(())
+        return read_range(partition, self.options)
+
+
+def read_range(part: SegmentRange, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """The rows of one planned range."""
+    mapping = map_segment(part.directory, part.segment_start)
+    if mapping is None:
+        log.warning("mqstore: segment %d of %s was deleted (retention) after planning",
+                    part.segment_start, part.directory)
+        return
+    try:
+        view = memoryview(mapping)
+        try:
+            yield from _read_mapped(view, part, options)
+        finally:
+            view.release()
+    finally:
+        with contextlib.suppress(BufferError):  # an array still refers to it: GC unmaps
+            mapping.close()
+
+
+def _read_mapped(view: memoryview, part: SegmentRange,
+                 options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    base = part.segment_start
+    limit = max(0, min(len(view), part.readable_end - base))
+    start = find_record_start(view, base=base, from_position=part.range_start, limit=limit)
+    if start is None or start >= part.range_end:
+        return
+    walk = walk_records(view, base=base, range_start=start, range_end=part.range_end,
+                        limit=limit)
+    if walk.stop is WalkStop.RANGE_END and walk.stop_position < limit:
+        following = find_record_start(view, base=base, from_position=part.range_end,
+                                      limit=limit)
+        if following != walk.stop_position:
+            raise RangeBoundaryError(
+                f"{part.directory}: segment {base}: the walk from {base + start} reached a "
+                f"record at {base + walk.stop_position}, but the range from "
+                f"{base + part.range_end} starts at {following}; read with a "
+                f"maxPartitionBytes of at least the segment size")
+    yield from record_batches(view, directory=part.directory, base=base, starts=walk.starts,
+                              selection=options.selection, verify_crc=options.verify_crc,
+                              on_corrupt=options.on_corrupt, batch_rows=options.batch_rows)
+    if walk.corruption is not None:
+        report(part.directory, [walk.corruption], options.on_corrupt)
+        if options.on_corrupt is OnCorrupt.SKIP:
+            log.warning("mqstore: the rest of segment %d after %d cannot be walked (no "
+                        "trustworthy record length) and was skipped", base,
+                        walk.corruption.physical_offset)
