@@ -122,7 +122,7 @@ def _check_expected(heads: Heads, expected: Expected, first: int, *, base: int) 
         | (heads.queue_offset != expected.queue_offsets[rows]) \
         | (heads.total_size != expected.sizes[rows])
     for index in np.flatnonzero(wrong).tolist():
-        if heads.problems[index] is None:
+        if index not in heads.problems:
             heads.problems[index] = (
                 f"consume queue {expected.topic}/{expected.queue_id} offset "
                 f"{expected.queue_offsets[first + index]} points here, but the record has "

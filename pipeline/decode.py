@@ -53,14 +53,18 @@ class Heads:
     born_host: Ints
     """Index into `HostTable.texts`."""
     store_host: Ints
-    problems: list[str | None]
-    """Per record: why it is corrupt, or None."""
+    problems: dict[int, str]
+    """Record index → why it is corrupt (the good records are not in it)."""
 
     def take(self, chosen: Ints) -> Heads:
         fields = {field.name: getattr(self, field.name)
                   for field in dataclasses.fields(self) if field.name != "problems"}
         taken = {name: value[chosen] for name, value in fields.items()}
-        return Heads(**taken, problems=[self.problems[i] for i in chosen.tolist()])
+        if not self.problems:
+            return Heads(**taken, problems={})
+        renumbered = {new: self.problems[old] for new, old in enumerate(chosen.tolist())
+                      if old in self.problems}
+        return Heads(**taken, problems=renumbered)
 
 
 class HostTable:
@@ -129,7 +133,7 @@ def decode_heads(data: npt.NDArray[np.uint8], starts: Ints, *, base: int,
     heads = Heads(starts=starts, sysflag=sysflag - ((sysflag & 0x80000000) << 1),
                   body_start=body_start, topic_start=topic_start, topic_size=topic_size,
                   properties_start=topic_start + topic_size + 2,
-                  properties_size=properties_size, problems=[None] * count,
+                  properties_size=properties_size, problems={},
                   **{name: columns[name] for name in (
                       "total_size", "body_crc", "queue_id", "flag", "queue_offset",
                       "physical_offset", "born_timestamp_ms", "store_timestamp_ms",
@@ -184,7 +188,7 @@ def check_crcs(heads: Heads, view: memoryview) -> None:
     starts, ends = heads.body_start.tolist(), (heads.body_start + heads.body_size).tolist()
     stored = heads.body_crc.tolist()
     for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        if heads.problems[index] is not None:
+        if index in heads.problems:
             continue
         crc = zlib.crc32(view[start:end]) & 0x7FFFFFFF
         if crc != stored[index]:
@@ -193,7 +197,8 @@ def check_crcs(heads: Heads, view: memoryview) -> None:
 
 def corruptions(heads: Heads, *, base: int) -> tuple[list[Corruption], Mask]:
     """The corrupt records as (offset, reason), and the mask of the good ones."""
-    good = np.array([problem is None for problem in heads.problems], dtype=bool)
-    found = [Corruption(base + int(heads.starts[i]), heads.problems[i] or "")
-             for i in np.flatnonzero(~good).tolist()]
+    good = np.ones(len(heads.starts), dtype=bool)
+    good[list(heads.problems)] = False
+    found = [Corruption(base + int(heads.starts[i]), heads.problems[i])
+             for i in sorted(heads.problems)]
     return found, good
