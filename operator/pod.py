@@ -1,0 +1,98 @@
+"""The pod of a Broker: the writer, indexer and notifier containers on one volume, the
+preallocating init container, probes and a locked-down security context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import names
+from .spec import BrokerSpec, ServiceSpec
+
+RUN_AS_USER = 10001
+"""The image's non-root user (Dockerfile); files on the volume belong to its group."""
+
+SHUTDOWN_GRACE_S = 30
+"""Kubernetes' default: the writer's 10 s drain (shutdown_timeout_ms) plus its final flush."""
+
+TMP_SIZE_LIMIT = "64Mi"
+"""The only writable path besides /data (the root filesystem is read-only)."""
+
+_SERVICES = (("writer", names.WRITER_PORT), ("indexer", names.INDEXER_PORT),
+             ("notifier", names.NOTIFIER_PORT))
+
+
+def container_security() -> dict[str, Any]:
+    return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+
+
+def pod_security() -> dict[str, Any]:
+    return {"runAsNonRoot": True, "runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_USER,
+            "fsGroup": RUN_AS_USER, "fsGroupChangePolicy": "OnRootMismatch",
+            "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def _mounts() -> list[dict[str, Any]]:
+    return [{"name": names.DATA_VOLUME, "mountPath": names.DATA_DIR},
+            {"name": "config", "mountPath": names.CONFIG_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"}]
+
+
+def _command(subcommand: str) -> list[str]:
+    return ["mqstore", subcommand, "--config", f"{names.CONFIG_DIR}/{names.CONFIG_FILE}"]
+
+
+def service_container(*, service: str, port: int, image: str, pull_policy: str,
+                      settings: ServiceSpec) -> dict[str, Any]:
+    """One service's container: /readyz gates traffic, /healthz restarts a hung process,
+    and the startup probe gives recovery of a large log up to 10 minutes."""
+    return {
+        "name": service,
+        "image": image,
+        "imagePullPolicy": pull_policy,
+        "command": _command(service),
+        "ports": [{"name": service, "containerPort": port, "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": service},
+                           "periodSeconds": 5, "failureThreshold": 2},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": service},
+                          "periodSeconds": 10, "failureThreshold": 6},
+        "startupProbe": {"httpGet": {"path": "/healthz", "port": service},
+                         "periodSeconds": 5, "failureThreshold": 120},
+        "resources": dict(settings.resources),
+        "securityContext": container_security(),
+        "volumeMounts": _mounts(),
+    }
+
+
+def preallocate_container(*, image: str, pull_policy: str,
+                          settings: ServiceSpec) -> dict[str, Any]:
+    """`mqstore preallocate`: a new volume gets its first segment before the writer starts
+    (and an old one is left alone).  It runs with the writer's resources."""
+    return {"name": "preallocate", "image": image, "imagePullPolicy": pull_policy,
+            "command": _command("preallocate"), "resources": dict(settings.resources),
+            "securityContext": container_security(), "volumeMounts": _mounts()}
+
+
+def pod_volumes(broker_name: str) -> list[dict[str, Any]]:
+    return [{"name": "config", "configMap": {"name": names.config_map_name(broker_name)}},
+            {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": TMP_SIZE_LIMIT}}]
+
+
+def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, image: str) -> dict[str, Any]:
+    settings = {"writer": spec.writer, "indexer": spec.indexer, "notifier": spec.notifier}
+    containers = [service_container(service=service, port=port, image=image,
+                                    pull_policy=spec.image_pull_policy,
+                                    settings=settings[service])
+                  for service, port in _SERVICES]
+    pod: dict[str, Any] = {
+        "securityContext": pod_security(),
+        "terminationGracePeriodSeconds": SHUTDOWN_GRACE_S,
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "containers": containers,
+        "volumes": pod_volumes(broker_name),
+    }
+    if spec.storage.preallocate:
+        pod["initContainers"] = [preallocate_container(
+            image=image, pull_policy=spec.image_pull_policy, settings=spec.writer)]
+    return pod

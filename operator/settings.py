@@ -1,0 +1,54 @@
+"""The operator's own settings, read once from its environment (the chart sets them)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+
+ENV_PREFIX = "MQSTORE_OPERATOR_"
+
+
+class SettingsError(ValueError):
+    """A bad MQSTORE_OPERATOR_* variable: the operator refuses to start."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OperatorSettings:
+    broker_image: str | None = None
+    """The image of a Broker that names none (the chart passes its own image: one image
+    runs the operator and every service)."""
+
+    resync_interval_s: float = 30.0
+    """How often the timer re-reads each Broker's children and re-applies them: a lost
+    watch event or a hand edit is repaired within this, at one GET and a few applies."""
+
+    metrics_port: int = 9090
+    """Prometheus metrics of the operator itself on http://0.0.0.0:<port>/metrics; 0: off."""
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.resync_interval_s <= 3600:
+            raise SettingsError(f"{ENV_PREFIX}RESYNC_INTERVAL_S={self.resync_interval_s} must "
+                                f"be in 0.5..3600 seconds")
+        if not 0 <= self.metrics_port <= 65535:
+            raise SettingsError(f"{ENV_PREFIX}METRICS_PORT={self.metrics_port} must be a port "
+                                f"(0: off)")
+
+
+def settings_from_environment(environ: Mapping[str, str] | None = None) -> OperatorSettings:
+    environ = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    known = {field.name: field for field in dataclasses.fields(OperatorSettings)}
+    for key, text in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        name = key[len(ENV_PREFIX):].lower()
+        if name not in known:
+            raise SettingsError(f"{key}: unknown setting; known: "
+                                f"{', '.join(ENV_PREFIX + n.upper() for n in known)}")
+        kind = {"broker_image": str, "resync_interval_s": float, "metrics_port": int}[name]
+        try:
+            values[name] = kind(text) if text != "" or kind is not str else None
+        except ValueError:
+            raise SettingsError(f"{key}={text!r} is not a {kind.__name__}") from None
+    return OperatorSettings(**values)  # type: ignore[arg-type]

@@ -1,0 +1,186 @@
+"""The Broker spec, parsed into frozen dataclasses, and the store settings it implies.
+
+The CRD (charts/mqstore/crds/brokers.mqstore.io.yaml) defaults and validates every field,
+so the API server hands the operator a complete spec.  The defaults are repeated here (and a
+test holds them equal to the CRD's) only so that an older CRD without a new field still
+reconciles.  Field names are the dataclass names in camelCase: `flush.intervalMs` is
+`FlushSpec.interval_ms` and, in the config file, `store.flush_interval_ms`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from mqstore.storage import ConfigError, FlushMode, PreallocateMethod, StoreConfig
+
+from .quantity import QuantityError, quantity_bytes
+
+GIB = 1 << 30
+
+
+class SpecError(ValueError):
+    """A spec the operator cannot act on; reported as condition Degraded (InvalidSpec)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StorageSpec:
+    size: str
+    storage_class_name: str | None = None
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",)
+    segment_size_bytes: int = GIB
+    preallocate: bool = True
+    delete_claim: bool = False
+
+    @property
+    def size_bytes(self) -> int:
+        return quantity_bytes(self.size)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlushSpec:
+    mode: str = "async"
+    interval_ms: int = 500
+    pages_min: int = 4
+    thorough_interval_ms: int = 10_000
+    sync_timeout_ms: int = 5000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PoolSpec:
+    enabled: bool = False
+    buffer_count: int = 5
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RetentionSpec:
+    file_retention_hours: int = 72
+    delete_hours: tuple[int, ...] = (4,)
+    disk_max_used_ratio: float = 0.75
+    disk_clean_forcibly_ratio: float = 0.85
+    disk_warning_ratio: float = 0.9
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServiceSpec:
+    resources: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """A container's `resources` ({requests, limits}), passed through as given."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NotifierSpec(ServiceSpec):
+    replicas: int = 0
+    """Extra notifiers in a Deployment sharing the master's (ReadWriteMany) volume."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BrokerSpec:
+    storage: StorageSpec
+    image: str | None = None
+    image_pull_policy: str = "IfNotPresent"
+    replicas: int = 1
+    paused: bool = False
+    flush: FlushSpec = dataclasses.field(default_factory=FlushSpec)
+    pool: PoolSpec = dataclasses.field(default_factory=PoolSpec)
+    retention: RetentionSpec = dataclasses.field(default_factory=RetentionSpec)
+    writer: ServiceSpec = dataclasses.field(default_factory=ServiceSpec)
+    indexer: ServiceSpec = dataclasses.field(default_factory=ServiceSpec)
+    notifier: NotifierSpec = dataclasses.field(default_factory=NotifierSpec)
+
+
+def camel(name: str) -> str:
+    """`interval_ms` -> `intervalMs`: the CRD's spelling of a dataclass field."""
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def parse_spec(spec: Mapping[str, Any]) -> BrokerSpec:
+    """The Broker's `.spec` as a `BrokerSpec`; a `SpecError` names the first bad field."""
+    parsed = _parse(BrokerSpec, spec, where="spec")
+    assert isinstance(parsed, BrokerSpec)
+    try:
+        parsed.storage.size_bytes  # noqa: B018 (validates the quantity)
+    except QuantityError as error:
+        raise SpecError(f"spec.storage.size: {error}") from None
+    return parsed
+
+
+def _parse(cls: type[Any], values: object, *, where: str) -> object:
+    if not isinstance(values, Mapping):
+        raise SpecError(f"{where} must be an object, got {type(values).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {camel(field.name): field for field in dataclasses.fields(cls)}
+    kwargs: dict[str, object] = {}
+    for key, value in values.items():
+        field = known.get(key)
+        if field is None:
+            continue  # a field of a newer CRD: ignored, as the API server would prune it
+        kwargs[field.name] = _value(hints[field.name], value, where=f"{where}.{key}")
+    try:
+        return cls(**kwargs)
+    except TypeError as error:  # a required field is missing
+        raise SpecError(f"{where}: {error}") from None
+
+
+def _value(kind: Any, value: object, *, where: str) -> object:
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        return _parse(kind, value, where=where)
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
+        origin = typing.get_origin(kind)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise SpecError(f"{where} must be a list")
+        item_kind = typing.get_args(kind)[0]
+        return tuple(_value(item_kind, item, where=f"{where}[{i}]") for i, item in enumerate(value))
+    if origin is not None:  # Mapping[str, Any]: passed through
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{where} must be an object")
+        return dict(value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise SpecError(f"{where} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def store_settings(spec: BrokerSpec) -> dict[str, object]:
+    """The config file's `store:` section for this spec (StoreConfig field names)."""
+    return {
+        "segment_size_bytes": spec.storage.segment_size_bytes,
+        "preallocate_method": (PreallocateMethod.AUTO if spec.storage.preallocate
+                               else PreallocateMethod.NONE).value,
+        "flush_mode": spec.flush.mode,
+        "flush_interval_ms": spec.flush.interval_ms,
+        "flush_pages_min": spec.flush.pages_min,
+        "flush_thorough_interval_ms": spec.flush.thorough_interval_ms,
+        "sync_flush_timeout_ms": spec.flush.sync_timeout_ms,
+        "pool_enabled": spec.pool.enabled,
+        "pool_buffer_count": spec.pool.buffer_count,
+        "file_retention_hours": spec.retention.file_retention_hours,
+        "delete_hours": list(spec.retention.delete_hours),
+        "disk_max_used_ratio": spec.retention.disk_max_used_ratio,
+        "disk_clean_forcibly_ratio": spec.retention.disk_clean_forcibly_ratio,
+        "disk_warning_ratio": spec.retention.disk_warning_ratio,
+    }
+
+
+def check_store_settings(settings: Mapping[str, object]) -> StoreConfig:
+    """Build the StoreConfig the writer will build, so that a combination it would refuse is
+    reported on the Broker instead of crash-looping the pods."""
+    values = dict(settings)
+    try:
+        values["flush_mode"] = FlushMode(values["flush_mode"])
+        values["preallocate_method"] = PreallocateMethod(values["preallocate_method"])
+        hours = values["delete_hours"]
+        assert isinstance(hours, list | tuple)
+        values["delete_hours"] = tuple(hours)
+        return StoreConfig(**values)  # type: ignore[arg-type]
+    except (ConfigError, ValueError) as error:
+        raise SpecError(f"the store settings are refused: {error}") from None
