@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TypeVar
 
 from mqstore.storage.padding import PADDING_TOPIC
@@ -41,7 +41,6 @@ BATCH_ROWS_DEFAULT = 10_000
 BATCH_ROWS_MAX = 1_000_000
 POSITION_MAX = (1 << 63) - 1
 
-T = TypeVar("T")
 E = TypeVar("E", bound=enum.Enum)
 
 
@@ -68,34 +67,6 @@ class Selection:
         start, end = self.store_timestamp_start_ms, self.store_timestamp_end_ms
         if start is not None and end is not None and start > end:
             raise ValueError(f"storeTimestampStartMs {start} is after storeTimestampEndMs {end}")
-
-    def narrowed(self, other: Selection) -> Selection:
-        """Both selections at once (options and pushed-down filters)."""
-        topics = _intersect(self.topics, other.topics)
-        queue_ids = _intersect(self.queue_ids, other.queue_ids)
-        start = max(self.physical_offset_start, other.physical_offset_start)
-        end = max(start, min(self.physical_offset_end, other.physical_offset_end))
-        time_start = _bound(max, self.store_timestamp_start_ms, other.store_timestamp_start_ms)
-        time_end = _bound(min, self.store_timestamp_end_ms, other.store_timestamp_end_ms)
-        if time_start is not None and time_end is not None:
-            time_end = max(time_start, time_end)
-        return Selection(topics, queue_ids, start, end, time_start, time_end)
-
-
-def _intersect(first: frozenset[T] | None, second: frozenset[T] | None) -> frozenset[T] | None:
-    if first is None:
-        return second
-    if second is None:
-        return first
-    return first & second
-
-
-def _bound(pick: Callable[[int, int], int], first: int | None, second: int | None) -> int | None:
-    if first is None:
-        return second
-    if second is None:
-        return first
-    return pick(first, second)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pyspark.sql.datasource import InputPartition
 from .batches import Expected, record_batches
 from .options import ReadOptions
 from .queue_scan import DataLossError, read_entries
-from .store_files import load_store_files, map_segment
+from .store_files import map_segment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +31,7 @@ class QueueRange(InputPartition):
     queue_id: int
     start_offset: int
     end_offset: int
+    segment_size_bytes: int
     from_earliest: bool = False
     """Offsets retention deleted are skipped, not a data loss (a queue first seen now)."""
 
@@ -41,7 +42,7 @@ def read_queue_range(part: QueueRange, options: ReadOptions) -> Iterator[pa.Reco
                                     from_earliest=part.from_earliest)
     if len(offsets) == 0:
         return
-    segment_size = load_store_files(part.directory).segment_size_bytes
+    segment_size = part.segment_size_bytes
     positions = entries["physical_offset"].astype(np.int64)
     sizes = entries["size"].astype(np.int64)
     segment_of = positions // segment_size

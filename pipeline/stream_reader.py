@@ -76,6 +76,12 @@ class MqstoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 found[key] = (bounds.min_offset, bounds.max_offset)
         return found
 
+    def _segment_size_bytes(self) -> int:
+        if self._scanner is None:
+            self._bounds()
+        assert self._scanner is not None
+        return self._scanner.segment_size_bytes
+
     def initialOffset(self) -> dict[str, dict[str, int]]:
         bounds = self._bounds()
         starting = self.settings.starting_offsets
@@ -130,6 +136,7 @@ class MqstoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 planned.append(QueueRange(
                     self.read_options.directory, topic, queue_id, chunk_start,
                     min(stop, chunk_start + PARTITION_ROWS_MAX),
+                    segment_size_bytes=self._segment_size_bytes(),
                     from_earliest=first is None or not self.settings.fail_on_data_loss))
         return planned
 

@@ -36,6 +36,7 @@ from mqstore.storage import (
     Message,
     MessageIllegalError,
     MessageStore,
+    StoreConfig,
     StoreLockedError,
     validate_topic,
 )
@@ -80,9 +81,9 @@ class MqstoreWriter(DataSourceArrowWriter):
         self.put_batch_messages = int(text)
         self.job = uuid.uuid4().hex
         # Checked on the planner, before any task runs: the options make a valid config.
-        self._config()
+        self.topic_size_bytes_max = self._config().topic_size_bytes_max
 
-    def _config(self) -> object:
+    def _config(self) -> StoreConfig:
         path = Path(self.directory)
         return store_config_from_options(self.options, directory=path if path.is_dir() else None)
 
@@ -102,7 +103,7 @@ class MqstoreWriter(DataSourceArrowWriter):
         writer = None
         try:
             for batch in iterator:
-                _check_rows(batch, first_row=rows)
+                _check_rows(batch, first_row=rows, topic_size_bytes_max=self.topic_size_bytes_max)
                 if writer is None:
                     writer = pa.ipc.new_file(str(path), batch.schema)
                 writer.write_batch(batch)
@@ -124,7 +125,7 @@ class MqstoreWriter(DataSourceArrowWriter):
         appended = 0
         config = self._config()
         try:
-            store = MessageStore.open(self.directory, config)  # type: ignore[arg-type]
+            store = MessageStore.open(self.directory, config)
         except StoreLockedError as error:
             raise StoreLockedError(f"mqstore write: {error}; nothing was appended, the rows "
                                    f"stay staged in {self.staging}") from None
@@ -146,7 +147,7 @@ def _remove_if_empty(path: Path) -> None:
         path.rmdir()
 
 
-def _check_rows(batch: pa.RecordBatch, *, first_row: int) -> None:
+def _check_rows(batch: pa.RecordBatch, *, first_row: int, topic_size_bytes_max: int) -> None:
     """Refuse, before anything is staged, what the engine would refuse later."""
     for name in ("topic", "queue_id", "body"):
         column = batch.column(name)
@@ -157,7 +158,7 @@ def _check_rows(batch: pa.RecordBatch, *, first_row: int) -> None:
                                                   batch.column("queue_id").to_pylist(),
                                                   strict=True)):
         try:
-            validate_topic(topic, size_bytes_max=255)
+            validate_topic(topic, size_bytes_max=topic_size_bytes_max)
         except ValueError as error:
             raise MessageIllegalError(f"mqstore write: row {first_row + index}: "
                                       f"{error}") from None
