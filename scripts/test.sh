@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Every test, as CI runs it: set up, lint, type-check, check the layers, run pytest.
+# Every test, as CI runs it: set up, lint, type-check, check the layers, run pytest, then
+# the e2e suite against a real kube-apiserver (built into .cache/e2e on first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 echo "== ruff";        .venv/bin/ruff check .
-echo "== mypy";        .venv/bin/mypy -p mqstore.storage -p mqstore.services -p mqstore.client -p mqstore.pipeline
+echo "== mypy";        .venv/bin/mypy -p mqstore.storage -p mqstore.services -p mqstore.client -p mqstore.operator -p mqstore.pipeline
 echo "== layers";      .venv/bin/lint-imports
 echo "== pytest";      .venv/bin/pytest "$@"
+# The control plane's binaries are built here, outside any test's timeout; a failed build
+# (no Go, no module proxy) fails CI.  A cold build takes minutes, a cached one nothing.
+echo "== e2e build";   time bash e2e/build-control-plane.sh
+echo "== e2e";         .venv/bin/pytest e2e
