@@ -24,17 +24,24 @@ def test_helm_lint_strict_passes(kube: Kube) -> None:
 
 def test_template_renders_the_operator_objects(kube: Kube) -> None:
     kinds = sorted(f"{doc['kind']}/{doc['metadata']['name']}" for doc in _render(kube))
-    assert kinds == ["ClusterRole/mqstore", "ClusterRoleBinding/mqstore", "Deployment/mqstore",
-                     "Service/mqstore-metrics", "ServiceAccount/mqstore"]
+    assert kinds == ["ClusterRole/mqstore", "ClusterRole/mqstore-crds",
+                     "ClusterRoleBinding/mqstore", "ClusterRoleBinding/mqstore-crds",
+                     "Deployment/mqstore", "Service/mqstore-metrics", "ServiceAccount/mqstore"]
     crds = _render(kube, "--include-crds")
     assert any(doc["kind"] == "CustomResourceDefinition" for doc in crds)
 
 
 def test_one_namespace_gets_a_role_instead(kube: Kube) -> None:
-    docs = {doc["kind"]: doc for doc in _render(kube, "--set", "operator.watchNamespace=apps")}
-    assert "ClusterRole" not in docs
-    assert docs["Role"]["metadata"]["namespace"] == "apps"
-    command = docs["Deployment"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    docs = {f"{doc['kind']}/{doc['metadata']['name']}": doc
+            for doc in _render(kube, "--set", "operator.watchNamespace=apps")}
+    assert sorted(docs) == ["ClusterRole/mqstore-crds", "ClusterRoleBinding/mqstore-crds",
+                            "Deployment/mqstore", "Role/mqstore", "RoleBinding/mqstore",
+                            "Service/mqstore-metrics", "ServiceAccount/mqstore"]
+    assert docs["Role/mqstore"]["metadata"]["namespace"] == "apps"
+    assert docs["ClusterRole/mqstore-crds"]["rules"] == [{
+        "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "list", "watch"]}]
+    command = docs["Deployment/mqstore"]["spec"]["template"]["spec"]["containers"][0]["command"]
     assert "--namespace=apps" in command
     assert "--all-namespaces" not in command
 

@@ -27,6 +27,8 @@ SETTINGS = settings_from_environment()
 
 Logger = logging.Logger | logging.LoggerAdapter[Any]
 
+WATCH_SERVER_TIMEOUT_S = 300
+
 RETRY_DELAY_S = 10.0
 """After a retryable failure (API server busy or unreachable, a conflict)."""
 
@@ -52,6 +54,10 @@ async def configure(settings: kopf.OperatorSettings, logger: Logger, **_: Any) -
         prefix=names.GROUP, key="last-handled-configuration")
     settings.persistence.finalizer = f"{names.GROUP}/finalizer"
     settings.posting.level = logging.WARNING  # only warnings become Kubernetes Events
+    # A watch the server ends every 5 minutes, and a client deadline just after it: a
+    # connection a load balancer dropped silently is noticed, not waited on forever.
+    settings.watching.server_timeout = WATCH_SERVER_TIMEOUT_S
+    settings.watching.client_timeout = WATCH_SERVER_TIMEOUT_S + 30
     _kopf_settings["kopf"] = settings
     if SETTINGS.metrics_port:
         prometheus_client.start_http_server(SETTINGS.metrics_port, registry=metrics.REGISTRY)
