@@ -12,6 +12,7 @@ from .errors import (
     ConfigError,
     MessageIllegalError,
     RangeReadTimeoutError,
+    ReplicationGapError,
     SegmentCreateError,
     StoreClosedError,
     StoreError,
@@ -24,11 +25,13 @@ from .read_cache import ReadCacheStats
 from .reads import GetResult, GetStatus, NoRecordError
 from .record import SysFlag
 from .recovery import RecoveryMode, RecoveryReport
+from .roles import BrokerRole
 from .store import MessageStore
 from .topic import validate_topic
 
 __all__ = [
     "AppendError",
+    "BrokerRole",
     "BufferPoolExhausted",
     "CheckpointState",
     "ConfigError",
@@ -46,6 +49,7 @@ __all__ = [
     "ReadCacheStats",
     "RecoveryMode",
     "RecoveryReport",
+    "ReplicationGapError",
     "SegmentCreateError",
     "StoreClosedError",
     "StoreConfig",

@@ -28,10 +28,16 @@ from . import record
 from .allocator import DiskFullError, SegmentAllocator
 from .config import StoreConfig
 from .encoder import MessageEncoder
-from .errors import BufferPoolExhausted, MessageIllegalError, SegmentCreateError
+from .errors import (
+    BufferPoolExhausted,
+    MessageIllegalError,
+    ReplicationGapError,
+    SegmentCreateError,
+)
 from .message import Message, PutResult, PutStatus
 from .padding import PaddingEncoder, padding_size_bytes
 from .pool import TransientStorePool
+from .replica_chunks import check_chunk
 from .segment import CommitLogSegment
 from .segment_queue import SegmentQueue
 
@@ -259,6 +265,45 @@ class CommitLog:
                     count, total_bytes = self.padding_totals
                     self.padding_totals = (count + 1, total_bytes + size)
             return self._queue.wrote_position, self._queue.last_store_timestamp_ms
+
+    # -- follower ----------------------------------------------------------------------------
+    def append_raw(self, position: int, data: bytes | bytearray | memoryview) -> int:
+        """A follower's append of the master's bytes at exactly `position`, which must be the
+        end of this log (an empty log starts at any segment boundary); returns the new end.
+        Raises `ReplicationGapError` (nothing appended) for a gap, an overlap, or bytes that
+        are not whole records of this segment; `SegmentCreateError` if the next segment
+        cannot be made.  The master's BLANK tails come with the bytes: no roll writes one."""
+        size_bytes = len(data)
+        assert size_bytes > 0
+        with self._put_lock:
+            segment = self._active
+            if segment is None:
+                if position % self._queue.segment_size_bytes:
+                    raise ReplicationGapError(f"an empty log starts at a segment boundary, "
+                                              f"not at {position}")
+                segment = self._start_raw_segment(position)
+            elif position != segment.start_position + segment.wrote_position:
+                raise ReplicationGapError(f"bytes at {position}, but this log ends at "
+                                          f"{segment.start_position + segment.wrote_position}")
+            elif segment.is_full:
+                segment = self._start_raw_segment(segment.end_position)
+            at = segment.wrote_position
+            store_timestamp_ms = check_chunk(data, position=position,
+                                             segment_room_bytes=segment.size_bytes - at)
+            segment.write_target[at:at + size_bytes] = data
+            segment.wrote_position = at + size_bytes
+            if store_timestamp_ms:
+                self._queue.last_store_timestamp_ms = store_timestamp_ms
+        if self.after_append is not None:
+            self.after_append()
+        return position + size_bytes
+
+    def _start_raw_segment(self, start_position: int) -> CommitLogSegment:
+        try:
+            self._active = self._start_segment(start_position)
+        except _Refused as refused:
+            raise SegmentCreateError(refused.reason) from None
+        return self._active
 
     # -- segments ----------------------------------------------------------------------------
     def _roll(self) -> CommitLogSegment:

@@ -10,9 +10,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from .config_checks import check_non_negative, check_positive, check_race, check_ratios
+from .config_checks import (
+    check_non_negative,
+    check_positive,
+    check_race,
+    check_ratios,
+    check_role,
+)
 from .errors import ConfigError
 from .hosts import parse_host
+from .roles import BrokerRole
 
 PAGE_SIZE_BYTES = 4096
 """The OS page: the unit of commit and flush thresholds (RocketMQ `OS_PAGE_SIZE`)."""
@@ -152,6 +159,19 @@ class StoreConfig:
     checkpoint_interval_ms: int = 1000
     """How often the flush service persists the checkpoint after a flush moved it."""
 
+    # -- replication (roles.py) ---------------------------------------------------------------
+    role: BrokerRole = BrokerRole.ASYNC_MASTER
+    """`brokerRole`.  A follower refuses puts, appends only the master's bytes, and never uses
+    the pool (RocketMQ 4.9.4 also turns it off on slaves): its log is written once, in order."""
+
+    replication_sync_timeout_ms: int = 3000
+    """`syncFlushTimeout` for slaves (3 s in `GroupTransferService`): a sync-master put whose
+    bytes no follower confirmed by then is FLUSH_SLAVE_TIMEOUT (stored on the master only)."""
+
+    replication_lag_bytes_max: int = 256 * MIB
+    """`haSlaveFallbehindMax`: a sync-master put answers SLAVE_NOT_AVAILABLE at once unless a
+    connected follower is less than this far behind its end (waiting would only time out)."""
+
     # -- consume queues and dispatch -------------------------------------------------------------
     consume_queue_file_size_bytes: int = 6_000_000
     """`mappedFileSizeConsumeQueue`: 300,000 entries of 20 bytes per file."""
@@ -279,7 +299,8 @@ class StoreConfig:
                         "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
                         "index_query_results_max", "file_retention_hours", "clean_interval_ms",
                         "delete_segments_per_pass_max", "range_read_wait_ms",
-                        "read_cache_capacity_bytes", "read_cache_prefetch_pending_max")
+                        "read_cache_capacity_bytes", "read_cache_prefetch_pending_max",
+                        "replication_sync_timeout_ms", "replication_lag_bytes_max")
         check_ratios(self)
         check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
                             "preallocate_ahead_count", "queue_flush_pages_min")
@@ -312,6 +333,7 @@ class StoreConfig:
                               f"hold at least one largest record ({record_bytes_max} bytes)")
         parse_host(self.store_host, setting="store_host")
         check_race(self)
+        check_role(self)
 
     @property
     def flush_sync(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError
+from .roles import BrokerRole
 
 if TYPE_CHECKING:
     from .config import StoreConfig
@@ -55,3 +56,16 @@ def check_ratios(config: StoreConfig) -> None:
                           "has had its chance")
     if not all(isinstance(hour, int) and 0 <= hour <= 23 for hour in config.delete_hours):
         raise ConfigError(f"delete_hours={config.delete_hours!r} must be hours 0..23")
+
+
+def check_role(config: StoreConfig) -> None:
+    if not isinstance(config.role, BrokerRole):
+        raise ConfigError(f"role={config.role!r} must be one of "
+                          f"{', '.join(role.value for role in BrokerRole)}")
+    if config.role is BrokerRole.FOLLOWER and config.pool_enabled:
+        raise ConfigError("role=follower with pool_enabled=true: a follower appends the "
+                          "master's bytes straight into its segments and never uses the pool "
+                          "(RocketMQ also disables it on slaves); turn pool_enabled off")
+    if config.role is BrokerRole.FOLLOWER and config.group_commit_align_bytes:
+        raise ConfigError("role=follower with group_commit_align_bytes: a follower's log is the "
+                          "master's byte for byte, so it cannot add filler records")

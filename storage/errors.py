@@ -66,3 +66,9 @@ class AppendError(StoreError):
 class RangeReadTimeoutError(StoreError):
     """`get_range` waited `range_read_wait_ms` for dispatch to reach offsets the writer had
     already assigned (dispatch is stalled or far behind); the message says where it stands."""
+
+
+class ReplicationGapError(StoreError):
+    """`append_raw` was handed bytes that do not start exactly at the end of this log (a gap
+    or an overlap), or that are not whole records: nothing was appended.  The follower drops
+    the connection and reconnects, reporting where its log really ends."""

@@ -45,6 +45,9 @@ class CommitService(ServiceThread):
         self._pool = pool
         self._config = config
         self._last_commit_ms = _monotonic_ms()
+        self.on_committed: Callable[[], None] | None = None
+        """Called after a commit moved bytes into the files (the replication sender's wakeup:
+        with the pool on, readers see only committed bytes)."""
 
     def run_once(self) -> None:
         config = self._config
@@ -54,10 +57,21 @@ class CommitService(ServiceThread):
             pages_min = 0
         if self._queue.commit(pages_min=pages_min, return_buffer=self._pool.give_back):
             self._last_commit_ms = now_ms
+            if self.on_committed is not None:
+                self.on_committed()
         self.wait_for_running(config.commit_interval_ms)
 
     def commit_now(self) -> bool:
-        return self._queue.commit(pages_min=0, return_buffer=self._pool.give_back)
+        moved = self._queue.commit(pages_min=0, return_buffer=self._pool.give_back)
+        if moved and self.on_committed is not None:
+            self.on_committed()
+        return moved
+
+    def commit_through(self, end_position: int) -> None:
+        """Commit on demand, unless [.., end_position) is committed already: a producer waits
+        for a reader of committed bytes (sync replication)."""
+        if self._queue.committed_where < end_position:
+            self.commit_now()
 
     def shutdown_drain(self) -> None:
         for _ in range(self._config.shutdown_retries_max):

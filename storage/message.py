@@ -22,6 +22,11 @@ class PutStatus(enum.Enum):
     SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
     OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
     CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    """Sync master: stored here, but no follower confirmed it in `replication_sync_timeout_ms`."""
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    """Sync master: stored here, but no follower was connected within
+    `replication_lag_bytes_max` of it, so none could confirm it."""
 
 
 class Message:

@@ -109,6 +109,11 @@ class SegmentQueue:
         last = self.last
         assert last is None or last.is_full, "only a full segment is followed by another"
         assert last is None or segment.start_position == last.end_position
+        if last is None:
+            # A follower's empty log may start past 0 (the master's retention moved its start):
+            # commit and flush walk from here.
+            assert self.committed_where <= segment.start_position
+            self.committed_where = self.flushed_where = segment.start_position
         self.segments.append(segment)
 
     # -- commit and flush ----------------------------------------------------------------

@@ -14,34 +14,34 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 
-from . import reads
-from .acknowledge import SyncAcknowledger
 from .allocator import SegmentAllocator
 from .commitlog import CommitLog
 from .commitlog_reader import CommitLogReader
 from .config import StoreConfig
 from .dispatch import Dispatcher, DispatchService, Listener
-from .errors import StoreClosedError, StoreError
 from .flush import AsyncFlushService, CommitService, GroupCommitService, GroupCommitStats
-from .message import Message, PutResult, PutStatus, StoredMessage
+from .message import Message, PutResult
 from .pool import TransientStorePool
 from .publisher import PositionsPublisher, chain, positions_snapshot
 from .queue_flush import QueueFlushService
 from .race import RaceApi
-from .reads import GetResult, NoRecordError
+from .replica_sync import GroupTransferService
+from .replication import start_replication
 from .retention import RetentionService
 from .service_thread import ServiceThread
 from .startup import OpenedStore, open_directory
+from .store_reads import StoreReads
 
 log = logging.getLogger(__name__)
 
-class MessageStore:
-    """An open store.  Use `MessageStore.open(directory, config)`; close with `close()`."""
+class MessageStore(StoreReads):
+    """An open store.  Use `MessageStore.open(directory, config)`; close with `close()`.
+    The read methods (`get`, `message_at`, `query_by_key`, ...) are in store_reads.py."""
 
     def __init__(self, directory: Path, config: StoreConfig, opened: OpenedStore) -> None:
         self.directory = directory
@@ -65,7 +65,9 @@ class MessageStore:
         self._commitlog = CommitLog(self._queue, config, allocator=self._allocator,
                                     pool=self.pool, queue_offsets=opened.queue_offsets)
         last = self._queue.last
-        if last is None or last.is_full:  # have the first segment ready before the first put
+        # Have the next segment ready before the first put (an empty follower's log starts
+        # where the master's does: only its first append knows where).
+        if (last is not None and last.is_full) or (last is None and config.role.is_master):
             self._allocator.prepare(last.end_position if last else self._queue.min_position)
         self._reader = CommitLogReader(self._queue.directory,
                                        segment_size_bytes=config.segment_size_bytes)
@@ -75,7 +77,7 @@ class MessageStore:
         self._services: list[ServiceThread] = []
         self._commit_service: CommitService | None = None
         self._group_commit: GroupCommitService | None = None
-        self._sync_acks: SyncAcknowledger | None = None
+        self._transfer: GroupTransferService | None = None
         self._dispatch_service: DispatchService | None = None
         self._start_services()
         self.race = RaceApi(self, config, on_fatal=self._on_fatal, wake_dispatch=(
@@ -117,15 +119,15 @@ class MessageStore:
         if config.flush_sync:
             commit = self._commit_service.commit_now if self._commit_service else None
             seal = self._commitlog.seal_group if config.group_commit_align_bytes else None
+            # (config_checks: a follower never aligns, its log is the master's byte for byte)
             self._group_commit = GroupCommitService(queue, config, commit=commit, seal=seal,
                                                     on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal)
             self._services.append(self._group_commit)
-            self._sync_acks = SyncAcknowledger(self._group_commit, config,
-                                               failure=lambda: self._failure)
         else:
             self._services.append(AsyncFlushService(queue, config, on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal))
+        self._start_replication()
         if config.dispatch_enabled:
             self._dispatch_service = DispatchService(
                 self._dispatcher, config, readable_end=lambda: self._queue.max_position,
@@ -147,6 +149,17 @@ class MessageStore:
             on_thorough_flush=self._on_queues_flushed, on_fatal=self._on_fatal))
         for service in self._services:
             service.start()
+
+    def _start_replication(self) -> None:
+        """The role's part: followers' progress (masters), the group transfer (sync master)."""
+        self.replication, self._acks, self._transfer = start_replication(
+            self.config, queue=self._queue, commitlog=self._commitlog,
+            commit_service=self._commit_service, group_commit=self._group_commit,
+            failure=lambda: self._failure, on_fatal=self._on_fatal)
+        """The writer service's replication server (masters) or client (follower) uses it."""
+        if self._transfer is not None:
+            self._services.append(self._transfer)
+        self._update_refusal()
 
     def _start_publisher(self) -> None:
         publisher = PositionsPublisher(self.directory, self.config,
@@ -192,38 +205,34 @@ class MessageStore:
 
     # -- put ----------------------------------------------------------------------------
     def put(self, message: Message) -> PutResult:
+        """Append and wait for the acknowledgement (acknowledge.py): the sync under sync
+        flush, a follower's copy on a sync master."""
         result = self._commitlog.put(message)
-        if self._sync_acks is not None and result.status is PutStatus.PUT_OK:
-            self._sync_acks.wait([result])
+        self._acks.wait([result])
         return result
 
     def put_batch(self, messages: Sequence[Message]) -> list[PutResult]:
         results = self._commitlog.put_batch(messages)
-        if self._sync_acks is not None and results and results[-1].status is PutStatus.PUT_OK:
-            self._sync_acks.wait(results)
+        self._acks.wait(results)
         return results
 
     def submit(self, message: Message) -> Future[PutResult]:
         """`put` for callers that must not block (an event loop): the future completes once
-        the put is acknowledged, i.e. at once under async flush, after the group commit's
-        sync under sync flush.  Bridge to asyncio with `asyncio.wrap_future`."""
+        the put is acknowledged (at once when `put_waits` is false).  Bridge to asyncio with
+        `asyncio.wrap_future`."""
         result = self._commitlog.put(message)
-        future: Future[PutResult] = Future()
-        if self._sync_acks is None or result.status is not PutStatus.PUT_OK:
-            future.set_result(result)
-        else:
-            self._sync_acks.submit([result], lambda: future.set_result(result))
-        return future
+        return self._acks.submit([result], result)
 
     def submit_batch(self, messages: Sequence[Message]) -> Future[list[PutResult]]:
         """`put_batch` without blocking; see `submit`."""
         results = self._commitlog.put_batch(messages)
-        future: Future[list[PutResult]] = Future()
-        if self._sync_acks is None or not results or results[-1].status is not PutStatus.PUT_OK:
-            future.set_result(results)
-        else:
-            self._sync_acks.submit(results, lambda: future.set_result(results))
-        return future
+        return self._acks.submit(results, results)
+
+    @property
+    def put_waits(self) -> bool:
+        """True if a put's answer waits for a sync (sync flush) or a follower (sync master):
+        callers on an event loop then use `submit`."""
+        return self._acks.waits
 
     def append(self, topic: str, queue_id: int, data: bytes) -> int:
         """The race API (seed 003): the queue offset of `data`, once synced; see race.py."""
@@ -234,82 +243,12 @@ class MessageStore:
         """Up to `fetch_num` bodies from `offset`, keyed 0..n-1; see race.py."""
         return self.race.get_range(topic, queue_id, offset, fetch_num)
 
-    # -- read ---------------------------------------------------------------------------
-    def message_at(self, physical_offset: int) -> StoredMessage:
-        """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`)."""
-        self._check_open()
-        return reads.message_at(self._queue.find, physical_offset,
-                                log_range=(self.min_position, self.max_position))
-
-    def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
-        """Every message from `start_position` (a record start; default: the log's start) to
-        the readable end, in physical order; BLANK records and group-commit fillers skipped."""
-        self._check_open()
-        start = self.min_position if start_position is None else start_position
-        return reads.iter_messages(self._queue.find, start, self.max_position)
-
-    def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: Sequence[str] | None = None) -> GetResult:
-        """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
-        the result when done.  `tags` filters by tag hash, then by exact tag."""
-        self._check_open()
-        return reads.get(self._queues.get(topic, queue_id), offset, max_messages, tags=tags,
-                         find_segment=self._queue.find,
-                         transfer_count_max=self.config.get_transfer_count_max,
-                         transfer_bytes_max=self.config.get_transfer_bytes_max)
-
-    def min_offset(self, topic: str, queue_id: int) -> int:
-        queue = self._queues.get(topic, queue_id)
-        return queue.min_offset if queue is not None else 0
-
-    def max_offset(self, topic: str, queue_id: int) -> int:
-        """The next offset of the queue (exclusive), as dispatched so far."""
-        queue = self._queues.get(topic, queue_id)
-        return queue.max_offset if queue is not None else 0
-
-    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        """The first queue offset whose message was stored at or after `timestamp_ms` (the
-        max offset if none was): where a consumer seeking to a time starts."""
-        self._check_open()
-        queue = self._queues.get(topic, queue_id)
-        if queue is None:
-            return 0
-        return reads.offset_by_time(queue, timestamp_ms, find_segment=self._queue.find)
-
-    def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
-                     max_messages: int = 32) -> list[StoredMessage]:
-        """Messages of `topic` whose KEYS (or UNIQ_KEY) include `key`, stored within
-        [begin_ms, end_ms], oldest first.  Exact: a hash collision is never returned."""
-        self._check_open()
-        if self._index is None:
-            raise StoreError("the index is disabled (index_enabled=false)")
-        matches = reads.key_matcher(topic, key, message_at=self._message_at_or_none)
-        positions = self._index.query(topic=topic, key=key, begin_ms=begin_ms,
-                                      end_ms=(1 << 62) if end_ms is None else end_ms,
-                                      max_results=max_messages, key_matches=matches)
-        return [self.message_at(position) for position in positions]
-
-    def _message_at_or_none(self, physical_offset: int) -> StoredMessage | None:
-        try:
-            return self.message_at(physical_offset)
-        except NoRecordError:
-            return None
-
     @property
     def dispatch_behind_bytes(self) -> int:
         """Readable commit log bytes not yet in the consume queues and the index."""
         return max(0, self.max_position - self._dispatcher.reput_from)
 
     # -- state --------------------------------------------------------------------------
-    @property
-    def min_position(self) -> int:
-        return self._queue.min_position
-
-    @property
-    def max_position(self) -> int:
-        """Exclusive end of the readable log (committed bytes with the pool on)."""
-        return self._queue.max_position
-
     @property
     def wrote_position(self) -> int:
         return self._queue.wrote_position
@@ -357,19 +296,19 @@ class MessageStore:
             reason = f"store stopped: {self._failure}"
         elif self._closed:
             reason = "store is closed"
+        elif not self.config.role.is_master:
+            reason = "this store is a follower: it only appends its master's log"
         elif self._disk_full is not None:
             reason = self._disk_full
         self._commitlog.refused_reason = reason
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"{self.directory}: store is closed")
 
     def _on_fatal(self, service: str, error: BaseException) -> None:
         self._failure = f"{service} failed: {error!r}"
         self._update_refusal()
         if self._group_commit is not None:
             self._group_commit.fail_all()
+        if self._transfer is not None:
+            self._transfer.fail_all()
 
     def _on_flushed(self, *, force: bool = False) -> None:
         """Persist the checkpoint at most every `checkpoint_interval_ms` (and on close)."""

@@ -24,7 +24,8 @@ BATCH_MEDIA_TYPE = "application/x-mqstore-batch"
 RESULT_MEDIA_TYPE = "application/x-mqstore-batch-result"
 
 STATUS_NAMES = ("PUT_OK", "FLUSH_DISK_TIMEOUT", "MESSAGE_ILLEGAL", "SERVICE_NOT_AVAILABLE",
-                "OS_PAGECACHE_BUSY", "CREATE_MAPPED_FILE_FAILED")
+                "OS_PAGECACHE_BUSY", "CREATE_MAPPED_FILE_FAILED", "FLUSH_SLAVE_TIMEOUT",
+                "SLAVE_NOT_AVAILABLE")
 """Result status codes: the index in this tuple is the byte on the wire (the store's
 `PutStatus` names; the writer asserts at import that they are all here)."""
 STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}

@@ -5,6 +5,14 @@
 | PUT_OK                         | 200  | stored (synced too under sync flush)                 |
 | FLUSH_DISK_TIMEOUT             | 202  | written and readable, but its sync was not seen in    |
 |                                |      | `sync_flush_timeout_ms`: durability NOT confirmed     |
+| FLUSH_SLAVE_TIMEOUT            | 202  | sync master: written and readable here, but no        |
+|                                |      | follower confirmed it in                              |
+|                                |      | `replication_sync_timeout_ms`: NOT replicated         |
+| SLAVE_NOT_AVAILABLE            | 202  | sync master: written and readable here, but no        |
+|                                |      | follower was connected within                         |
+|                                |      | `replication_lag_bytes_max`: NOT replicated           |
+| (a follower's writer)          | 403  | SERVICE_NOT_AVAILABLE: followers take no produce      |
+|                                |      | requests; the reason names the master                 |
 | MESSAGE_ILLEGAL                | 400  | the message breaks a rule; the reason says which      |
 | OS_PAGECACHE_BUSY              | 503  | put lock busy or no free pool buffer: back-pressure,  |
 |                                |      | with Retry-After                                      |
@@ -15,9 +23,9 @@
 | CREATE_MAPPED_FILE_FAILED      | 500  | a segment could not be made or mapped in time (the    |
 |                                |      | engine reports ENOSPC/EDQUOT as disk full, above)     |
 
-SERVICE_NOT_AVAILABLE has exactly three causes in the engine (closed, failed sync, full
-disk; see `MessageStore._update_refusal` and `CommitLog._start_segment`), so "neither failed
-nor closed" means the disk is full.
+SERVICE_NOT_AVAILABLE has four causes in the engine (closed, failed sync, a follower, full
+disk; see `MessageStore._update_refusal` and `CommitLog._start_segment`); a follower's writer
+refuses before it reaches the store, so "neither failed nor closed" means the disk is full.
 """
 
 from __future__ import annotations
@@ -29,7 +37,17 @@ from mqstore.storage import MessageStore, PutStatus
 assert {status.value for status in PutStatus} == set(STATUS_NAMES), \
     "the wire's status codes must cover every PutStatus"
 
-SUCCESS_HTTP_STATUS = {PutStatus.PUT_OK: 200, PutStatus.FLUSH_DISK_TIMEOUT: 202}
+SUCCESS_HTTP_STATUS = {PutStatus.PUT_OK: 200, PutStatus.FLUSH_DISK_TIMEOUT: 202,
+                       PutStatus.FLUSH_SLAVE_TIMEOUT: 202, PutStatus.SLAVE_NOT_AVAILABLE: 202}
+"""Statuses of a put that stored its messages (all but PUT_OK: stored, not confirmed)."""
+FOLLOWER_HTTP_STATUS = 403
+
+
+def follower_refusal(master: str) -> ServiceError:
+    """The answer of a follower's writer to a produce request."""
+    return ServiceError(FOLLOWER_HTTP_STATUS, PutStatus.SERVICE_NOT_AVAILABLE.value,
+                        f"this writer is a follower of {master} (store.role=follower): it only "
+                        f"copies the master's log; produce to the master")
 
 
 def refusal(status: PutStatus, reason: str, *, store: MessageStore,
