@@ -31,6 +31,8 @@ import yaml
 
 from mqstore.storage import ConfigError, StoreConfig
 
+from .replication_settings import ReplicationSettings, check_role
+
 ENV_PREFIX = "MQSTORE_"
 ENV_DATA_DIR = "MQSTORE_DATA_DIR"
 MIB = 1 << 20
@@ -200,7 +202,8 @@ class NotifierSettings(ServiceSettings):
 
 
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
-                                  "indexer": IndexerSettings, "notifier": NotifierSettings}
+                                  "indexer": IndexerSettings, "notifier": NotifierSettings,
+                                  "replication": ReplicationSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -212,6 +215,7 @@ class ServiceConfig:
     writer: WriterSettings
     indexer: IndexerSettings
     notifier: NotifierSettings
+    replication: ReplicationSettings = dataclasses.field(default_factory=ReplicationSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 
@@ -226,6 +230,7 @@ class ServiceConfig:
                 f"{self.writer.request_body_size_bytes_max} cannot carry one largest message "
                 f"(store.message_body_size_bytes_max={self.store.message_body_size_bytes_max}"
                 f" as base64 plus properties): it must be at least {needed}")
+        check_role(self.store.role, self.replication, source=self.source)
 
 
 def load_config(path: str | Path | None, *,

@@ -3,6 +3,7 @@
     POST /v1/topics/{topic}/messages         one JSON message
     POST /v1/topics/{topic}/messages/batch   {"messages": [...]}, one topic
     POST /v1/batch                           binary batch (wire.BatchCodec), any topics
+    GET  /v1/replication                     role, followers and their lag (replication_status)
     GET  /healthz /readyz /metrics /openapi.json
 
 The caller owns the store: `run.run_writer` opens it before and closes it after the app.
@@ -16,12 +17,14 @@ import logging
 from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import add_common_routes, error_middleware
+from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.storage import MessageStore
 
 from .handlers import WriterHandlers
 from .metrics import WriterMetrics
 from .openapi import writer_openapi
+from .replication_follower import ReplicationClient
+from .replication_status import replication_status
 
 log = logging.getLogger("mqstore.writer")
 
@@ -38,9 +41,13 @@ STATE = web.AppKey("writer_state", WriterState)
 METRICS = web.AppKey("writer_metrics", WriterMetrics)
 
 
-def create_app(store: MessageStore, settings: WriterSettings) -> web.Application:
-    metrics = WriterMetrics(store)
-    handlers = WriterHandlers(store, settings, metrics)
+def create_app(store: MessageStore, settings: WriterSettings, *,
+               follower: ReplicationClient | None = None) -> web.Application:
+    """`follower`: a follower's replication client (its status and metrics are served here,
+    and its produce routes refuse with 403)."""
+    metrics = WriterMetrics(store, follower=follower)
+    handlers = WriterHandlers(store, settings, metrics,
+                              master=follower.settings.master if follower else "")
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
     # including the errors the error middleware shapes.
@@ -53,6 +60,11 @@ def create_app(store: MessageStore, settings: WriterSettings) -> web.Application
     router.add_post("/v1/topics/{topic}/messages/batch", handlers.put_topic_batch,
                     name="put_topic_batch")
     router.add_post("/v1/batch", handlers.put_batch, name="put_batch")
+
+    async def replication(request: web.Request) -> web.Response:
+        return json_response(replication_status(store, follower))
+
+    router.add_get("/v1/replication", replication, allow_head=False)
 
     def not_ready() -> str | None:
         if state.stopping:

@@ -1,9 +1,12 @@
 """The writer's views: parse and check (requests.py), put, shape the answer (statuses.py).
 
-Under async flush a put is a copy into memory (microseconds), so the views call the store
-directly on the event loop.  Under sync flush they call `store.submit`/`submit_batch` and
-await the future, which the group commit completes from its thread after the sync: the loop
-never waits on fsync, and many requests share one sync.  The put itself can still wait on
+Under async flush on an async master a put is a copy into memory (microseconds), so the views
+call the store directly on the event loop.  When a put waits (`store.put_waits`: sync flush, or
+a sync master waiting for a follower's confirmation) they call `store.submit`/`submit_batch`
+and await the future, which the group commit completes from its thread after the sync, or the
+replication server on this loop when a follower confirms: the loop never waits on fsync or on
+the network, and many requests share one sync and one frame.  A follower's writer refuses
+every produce request (403) before reading its body.  The put itself can still wait on
 the loop, boundedly: for a segment roll (`allocate_wait_ms`) or a pool buffer
 (`pool_borrow_timeout_ms`).
 """
@@ -25,7 +28,7 @@ from mqstore.services.common.wire import (
     ResultCodec,
     WireFormatError,
 )
-from mqstore.storage import Message, MessageStore, PutResult
+from mqstore.storage import BrokerRole, Message, MessageStore, PutResult, PutStatus
 
 from .metrics import WriterMetrics
 from .requests import (
@@ -35,24 +38,30 @@ from .requests import (
     require_media_type,
     wire_message_from_json,
 )
-from .statuses import SUCCESS_HTTP_STATUS, refusal
+from .statuses import SUCCESS_HTTP_STATUS, follower_refusal, refusal
 
 NOT_SYNCED_NOTE = ("written and readable, but its sync was not confirmed in time: durability "
                    "NOT confirmed")
+NOT_REPLICATED_NOTE = ("written and readable here, but no follower confirmed it: replication "
+                       "NOT confirmed")
 
 
 class WriterHandlers:
     def __init__(self, store: MessageStore, settings: WriterSettings,
-                 metrics: WriterMetrics) -> None:
+                 metrics: WriterMetrics, *, master: str = "") -> None:
         self._store = store
         self._settings = settings
         self._metrics = metrics
         self._rules = MessageRules(store.config, settings)
-        self._sync = store.config.flush_sync
+        self._sync = store.put_waits
+        """Sync flush or sync master: await `submit` (the loop never blocks on the wait)."""
+        self._master = master if store.config.role is BrokerRole.FOLLOWER else None
+        """A follower's master (its writer refuses produce requests), else None."""
 
     # -- views ------------------------------------------------------------------------------
     async def put_message(self, request: web.Request) -> web.Response:
         """POST /v1/topics/{topic}/messages: one JSON message."""
+        self._refuse_on_follower()
         topic = request.match_info["topic"]
         document = await read_json(request)
         self._rules.check_topic(topic, where="topic")
@@ -64,6 +73,7 @@ class WriterHandlers:
 
     async def put_topic_batch(self, request: web.Request) -> web.Response:
         """POST /v1/topics/{topic}/messages/batch: {"messages": [...]} of one topic."""
+        self._refuse_on_follower()
         topic = request.match_info["topic"]
         document = await read_json(request)
         self._rules.check_topic(topic, where="topic")
@@ -82,6 +92,7 @@ class WriterHandlers:
 
     async def put_batch(self, request: web.Request) -> web.Response:
         """POST /v1/batch: a binary batch (wire.BatchCodec), possibly of several topics."""
+        self._refuse_on_follower()
         require_media_type(request, BATCH_MEDIA_TYPE)
         raw = await request.read()
         try:
@@ -102,6 +113,11 @@ class WriterHandlers:
                             content_type=RESULT_MEDIA_TYPE)
 
     # -- helpers ----------------------------------------------------------------------------
+    def _refuse_on_follower(self) -> None:
+        """Before the body is read: a follower's log is only ever its master's."""
+        if self._master is not None:
+            raise follower_refusal(self._master)
+
     async def _put(self, messages: list[Message]) -> list[PutResult]:
         """Store `messages` (one put or one batch put); raise the refusal if nothing was
         stored.  A batch's results share one status (the store is all or nothing)."""
@@ -136,6 +152,8 @@ def _result_json(result: PutResult, queue_id: int) -> dict[str, Any]:
         "queue_offset": result.queue_offset, "physical_offset": result.physical_offset,
         "store_timestamp_ms": result.store_timestamp_ms}
     if result.reason:
-        document["reason"] = f"{NOT_SYNCED_NOTE}: {result.reason}"
+        note = (NOT_SYNCED_NOTE if result.status is PutStatus.FLUSH_DISK_TIMEOUT
+                else NOT_REPLICATED_NOTE)
+        document["reason"] = f"{note}: {result.reason}"
     return document
 

@@ -13,6 +13,7 @@
     mqstore_disk_used_ratio                         of the volume, as retention measures it
     mqstore_dispatch_behind_bytes                   in-process dispatch only (absent when off)
     mqstore_store_failed                            1 once a failed sync stopped the store
+    mqstore_replication_*                           see replication_status.py
 
 The writer reads its watermarks from the store itself; the `positions` file publishes the
 same values for other processes (the indexer).
@@ -29,15 +30,25 @@ from mqstore.services.common.metrics import GaugeSpec, GaugeValue, new_registry,
 from mqstore.storage import MessageStore, PutStatus
 from mqstore.storage.retention import disk_used_ratio
 
+from .replication_follower import ReplicationClient
+from .replication_status import replication_gauges
+
 LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                      0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """100 µs (a single put over loopback) to 10 s (past `sync_flush_timeout_ms`'s 5 s)."""
 
 
 def store_gauges(store: MessageStore) -> list[GaugeSpec]:
+    progress = store.replication.progress
+
     def positions() -> GaugeValue:
-        return {("min",): store.min_position, ("wrote",): store.wrote_position,
-                ("committed",): store.committed_position, ("flushed",): store.flushed_position}
+        values: dict[tuple[str, ...], float] = {
+                  ("min",): store.min_position, ("wrote",): store.wrote_position,
+                  ("committed",): store.committed_position,
+                  ("flushed",): store.flushed_position}
+        if progress is not None:  # a master: the highest position a follower confirmed
+            values["replicated",] = progress.replicated_position
+        return values
 
     def dispatch_behind() -> GaugeValue:
         return store.dispatch_behind_bytes if store.config.dispatch_enabled else None
@@ -66,8 +77,10 @@ def store_gauges(store: MessageStore) -> list[GaugeSpec]:
 class WriterMetrics:
     """Owns the app's registry; the middleware times and counts the put routes."""
 
-    def __init__(self, store: MessageStore) -> None:
-        self.registry = new_registry(store_gauges(store))
+    def __init__(self, store: MessageStore, *, follower: ReplicationClient | None = None
+                 ) -> None:
+        self.registry = new_registry([*store_gauges(store),
+                                      *replication_gauges(store, follower)])
         self.put_requests = Counter("mqstore_put_requests_total",
                                     "Put requests answered, by route and HTTP code.",
                                     ["endpoint", "code"], registry=self.registry)
@@ -77,6 +90,12 @@ class WriterMetrics:
         self.put_latency = Histogram("mqstore_put_latency_seconds",
                                      "Put request handling time.", ["endpoint"],
                                      buckets=LATENCY_BUCKETS_S, registry=self.registry)
+        acknowledger = store.replication.acknowledger
+        if acknowledger is not None:  # a sync master
+            acknowledger.observe_latency = Histogram(
+                "mqstore_replication_sync_ack_latency_seconds",
+                "From a sync-master append to a follower's confirmation of it.",
+                buckets=LATENCY_BUCKETS_S, registry=self.registry).observe
         # Label children resolved once: `.labels()` costs a lock and a dict lookup.
         self._messages_by_status = {status: self.put_messages.labels(status=status.value)
                                     for status in PutStatus}

@@ -18,7 +18,7 @@ from mqstore.services.common.wire import (
     ResultCodec,
 )
 
-from . import statuses
+from . import replication_status, statuses
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                "schema": {"type": "string"}}}
@@ -46,14 +46,15 @@ PUT_RESULT_SCHEMA: dict[str, Any] = {
     "required": ["status", "msg_id", "queue_id", "queue_offset", "physical_offset",
                  "store_timestamp_ms"],
     "properties": {
-        "status": {"type": "string", "enum": ["PUT_OK", "FLUSH_DISK_TIMEOUT"]},
+        "status": {"type": "string", "enum": ["PUT_OK", "FLUSH_DISK_TIMEOUT",
+                                              "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"]},
         "msg_id": {"type": "string", "description":
                    "RocketMQ offset msg id: hex of store host + physical offset."},
         "queue_id": {"type": "integer"},
         "queue_offset": {"type": "integer"},
         "physical_offset": {"type": "integer"},
         "store_timestamp_ms": {"type": "integer"},
-        "reason": {"type": "string", "description": "Present with FLUSH_DISK_TIMEOUT."},
+        "reason": {"type": "string", "description": "Present with every status but PUT_OK."},
     },
 }
 
@@ -69,6 +70,8 @@ def _refusals() -> dict[str, Any]:
         "400": ref("Bad request (malformed body, wrong types) or an illegal message; "
                    "nothing was stored."),
         "413": ref("Request, a body, or a batch's bodies over their bounds; nothing stored."),
+        "403": ref("This writer is a follower (store.role=follower): it takes no produce "
+                   "requests; the reason names its master (SERVICE_NOT_AVAILABLE)."),
         "415": ref("Wrong Content-Type."),
         "500": ref("A segment could not be created (CREATE_MAPPED_FILE_FAILED)."),
         "503": ref("Busy (OS_PAGECACHE_BUSY: put lock or pool exhausted) or the store "
@@ -85,10 +88,45 @@ def _put(summary: str, request: dict[str, Any], ok: dict[str, Any],
         "requestBody": {"required": True, "content": request},
         "responses": {
             "200": {"description": "Stored (and synced, under sync flush).", "content": ok},
-            "202": {"description": "FLUSH_DISK_TIMEOUT: written and readable, but the sync "
-                                   "was not confirmed: durability NOT confirmed.", "content": ok},
+            "202": {"description": "Written and readable here, but not confirmed: "
+                                   "FLUSH_DISK_TIMEOUT (the sync was not seen in time), "
+                                   "FLUSH_SLAVE_TIMEOUT (no follower confirmed it in time) or "
+                                   "SLAVE_NOT_AVAILABLE (no follower close enough to).",
+                    "content": ok},
             **_refusals(),
         }}}
+
+
+def _replication_path() -> dict[str, Any]:
+    position = {"type": "integer", "minimum": 0}
+    nullable_position = {"type": ["integer", "null"], "minimum": 0}
+    follower = {"type": "object", "additionalProperties": False, "required": [
+        "name", "confirmed_position", "lag_bytes", "connected_at_ms", "confirmed_at_ms"],
+        "properties": {"name": {"type": "string"}, "confirmed_position": position,
+                       "lag_bytes": position, "connected_at_ms": position,
+                       "confirmed_at_ms": position}}
+    master = {"type": "object", "additionalProperties": False,
+              "required": ["role", "log_end_position", "replicated_position", "followers"],
+              "properties": {"role": {"enum": ["async_master", "sync_master"]},
+                             "log_end_position": position, "replicated_position": position,
+                             "followers": {"type": "array", "items": follower}}}
+    follower_side = {
+        "type": "object", "additionalProperties": False,
+        "required": ["role", "master", "connected", "log_end_position", "master_position",
+                     "lag_bytes", "connected_at_ms", "last_frame_at_ms",
+                     "bytes_received_total", "connections_total", "last_error"],
+        "properties": {"role": {"enum": ["follower"]}, "master": {"type": "string"},
+                       "connected": {"type": "boolean"}, "log_end_position": position,
+                       "master_position": nullable_position, "lag_bytes": nullable_position,
+                       "connected_at_ms": position, "last_frame_at_ms": position,
+                       "bytes_received_total": position, "connections_total": position,
+                       "last_error": {"type": ["string", "null"]}}}
+    return {"get": {
+        "summary": "Replication: a master's followers and their lag in bytes, or a "
+                   "follower's master connection.",
+        "description": inspect.cleandoc(replication_status.__doc__ or ""),
+        "responses": {"200": {"description": "The role's status.", "content":
+                              openapi.json_content({"oneOf": [master, follower_side]})}}}}
 
 
 def writer_openapi() -> dict[str, Any]:
@@ -119,6 +157,7 @@ def writer_openapi() -> dict[str, Any]:
                 "\n\nStatus codes: " + ", ".join(
                     f"{code} {name}" for code, name in enumerate(STATUS_NAMES))}}},
             []),
+        "/v1/replication": _replication_path(),
     }
     return openapi.document(
         title="mqstore commitlog-writer", version="1",

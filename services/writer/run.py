@@ -1,8 +1,11 @@
 """`run_writer(config)`: the commitlog-writer process, from open to a graceful stop.
 
+    resolve the role (store.role; `replication.role_by_hostname`: the master's host only)
     open the store (takes the single-writer lock; a second writer fails here)
+    → a master serves replication on its port; a follower connects to its master
     → serve until SIGTERM or SIGINT, or until the store stops itself (a failed sync)
     → /readyz 503, stop accepting, let in-flight requests finish (`shutdown_timeout_ms`)
+    → replication stops (followers disconnected / the master connection closed)
     → store.close(): drains commit and flush, writes the checkpoint, removes `abort`
 
 Exit status: 0 after a clean stop, 1 if the store had stopped itself: a failed sync is
@@ -14,14 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
-from mqstore.storage import ConfigError, MessageStore, StoreConfig
+from mqstore.storage import BrokerRole, ConfigError, MessageStore, StoreConfig
 
 from .app import STATE, create_app
+from .replication_follower import ReplicationClient
+from .replication_master import ReplicationServer
 
 log = logging.getLogger("mqstore.writer")
 
@@ -35,30 +41,77 @@ def run_writer(config: ServiceConfig) -> int:
     return run_service(_serve(config), event_loop=config.writer.event_loop)
 
 
+def with_role(config: ServiceConfig, *, role: BrokerRole | None,
+              master: str | None) -> ServiceConfig:
+    """`mqstore writer --role R --master HOST:PORT`: the flags over the file (checked again)."""
+    store, replication = config.store, config.replication
+    if role is not None:
+        store = dataclasses.replace(store, role=role)
+    if master is not None:
+        replication = dataclasses.replace(replication, master=master)
+    return dataclasses.replace(config, store=store, replication=replication)
+
+
+def resolve_role(config: ServiceConfig, *, hostname: str) -> ServiceConfig:
+    """With `replication.role_by_hostname`: the host named by `master`'s first DNS label runs
+    `store.role`; any other follows `master`."""
+    replication = config.replication
+    if not replication.role_by_hostname:
+        return config
+    master_host = replication.master_address[0].split(".")[0]
+    if hostname.split(".", maxsplit=1)[0] == master_host:
+        replication = dataclasses.replace(replication, master="", role_by_hostname=False)
+        return dataclasses.replace(config, replication=replication)
+    return dataclasses.replace(
+        config, store=dataclasses.replace(config.store, role=BrokerRole.FOLLOWER),
+        replication=dataclasses.replace(replication, role_by_hostname=False))
+
+
 def writer_store_config(store: StoreConfig) -> StoreConfig:
     """The writer of the three services: the indexer process dispatches, so the writer does
-    not, and it publishes its positions for the indexer to read."""
-    return dataclasses.replace(store, dispatch_enabled=False, positions_publish_enabled=True)
+    not, and it publishes its positions for the indexer to read.  A follower never uses the
+    pool or filler records (its log is the master's byte for byte), whatever the shared file
+    says."""
+    store = dataclasses.replace(store, dispatch_enabled=False, positions_publish_enabled=True)
+    if store.role is BrokerRole.FOLLOWER and (store.pool_enabled or
+                                             store.group_commit_align_bytes):
+        log.info("a follower runs without the pool and group commit alignment")
+        store = dataclasses.replace(store, pool_enabled=False, group_commit_align_bytes=0)
+    return store
 
 
 async def _serve(config: ServiceConfig) -> int:
+    config = resolve_role(config, hostname=socket.gethostname())
     settings = config.writer
     store = MessageStore.open(config.data_dir, writer_store_config(config.store))
     try:
-        app = create_app(store, settings)
+        server = client = None
+        if store.config.role.is_master:
+            server = ReplicationServer(store, config.replication)
+            await server.start()
+        else:
+            client = ReplicationClient(store, config.replication)
+            client.start()
+        try:
+            app = create_app(store, settings, follower=client)
 
-        def on_stopping() -> None:
-            app[STATE].stopping = True
+            def on_stopping() -> None:
+                app[STATE].stopping = True
 
-        await serve(app, settings, log=log, failure=lambda: store.failure,
-                    on_stopping=on_stopping,
-                    access_log=log.getChild("access") if settings.access_log_enabled else None,
-                    details={"data_dir": str(config.data_dir),
-                             "flush_mode": config.store.flush_mode.value,
-                             "config": config.source})
+            await serve(app, settings, log=log, failure=lambda: store.failure,
+                        on_stopping=on_stopping,
+                        access_log=log.getChild("access") if settings.access_log_enabled
+                        else None,
+                        details={"data_dir": str(config.data_dir),
+                                 "flush_mode": config.store.flush_mode.value,
+                                 "role": store.config.role.value, "config": config.source})
+        finally:
+            if server is not None:
+                await server.close()
+            if client is not None:
+                await client.close()
     finally:
         store.close()
     failure = store.failure
     log.info("stopped", extra={"clean": failure is None, "failure": failure})
     return 0 if failure is None else 1
-

@@ -1,7 +1,7 @@
 """A small JSON Schema checker for the OpenAPI tests: the keywords our documents use.
 
 Supports $ref (local), type (one or a list), enum, required, properties,
-additionalProperties (bool or schema), items, minItems, minimum.  An unknown keyword fails
+additionalProperties (bool or schema), items, minItems, minimum, oneOf.  An unknown keyword fails
 loudly, so a document can never use one this checker silently ignores.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 KNOWN = {"$ref", "type", "enum", "required", "properties", "additionalProperties", "items",
-         "minItems", "minimum", "description", "format", "pattern"}
+         "minItems", "minimum", "description", "format", "pattern", "oneOf"}
 TYPES: dict[str, Any] = {"object": dict, "array": list, "string": str, "boolean": bool,
                          "null": type(None), "number": (int, float), "integer": int}
 
@@ -23,6 +23,10 @@ def check(instance: object, schema: dict[str, Any], *, root: dict[str, Any],
     if "$ref" in schema:
         check(instance, _resolve(schema["$ref"], root), root=root, where=where)
         return
+    if "oneOf" in schema:
+        matched = [index for index, option in enumerate(schema["oneOf"])
+                   if _matches(instance, option, root=root)]
+        assert len(matched) == 1, f"{where}: matches options {matched} of oneOf, not one"
     if "type" in schema:
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         assert any(_is(instance, name) for name in names), \
@@ -53,6 +57,14 @@ def _check_object(instance: dict[str, Any], schema: dict[str, Any], *, root: dic
             raise AssertionError(f"{where}: {name!r} is not documented")
         elif isinstance(extra, dict):
             check(value, extra, root=root, where=f"{where}.{name}")
+
+
+def _matches(instance: object, schema: dict[str, Any], *, root: dict[str, Any]) -> bool:
+    try:
+        check(instance, schema, root=root)
+    except AssertionError:
+        return False
+    return True
 
 
 def _is(instance: object, name: str) -> bool:

@@ -45,6 +45,7 @@ REQUESTS: dict[tuple[str, str], list[Request]] = {
         lambda c: c.post("/v1/batch", data=BATCH[:-1],
                          headers={"Content-Type": BATCH_MEDIA_TYPE}),
     ],
+    ("get", "/v1/replication"): [lambda c: c.get("/v1/replication")],
     ("get", "/healthz"): [lambda c: c.get("/healthz")],
     ("get", "/readyz"): [lambda c: c.get("/readyz")],
     ("get", "/metrics"): [lambda c: c.get("/metrics")],

@@ -1,0 +1,191 @@
+"""`ReplicationClient`: a follower writer copies its master's log (RocketMQ `HAClient`).
+
+    connect     to `replication.master`; report where this log ends (0: empty)
+    frames      append each at exactly its position (`MessageStore.replication.append_raw`:
+                a gap, an overlap or a cut record closes the connection, and the next one
+                reports where this log really ends); after the frames of one read, report
+                the new end once: that confirms them to a sync master
+    heartbeat   report the end every `heartbeat_interval_ms` even when nothing arrives
+    housekeeping  a master silent for `housekeeping_interval_ms` (it heartbeats every 5 s)
+                is disconnected
+    reconnect   after `reconnect_interval_ms`, for ever, until the writer stops
+
+The follower's own flush policy syncs what was appended; its indexer builds its consume
+queues and index from its own log, as it would a master's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+
+from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.storage import MessageStore, SegmentCreateError, StoreError
+
+from .replication_protocol import FrameReader, ProtocolError, encode_report
+
+log = logging.getLogger("mqstore.writer.replication")
+
+
+@dataclasses.dataclass
+class FollowerState:
+    """What the follower's status and metrics show."""
+
+    master: str
+    connected: bool = False
+    connected_at_ms: int = 0
+    last_frame_at_ms: int = 0
+    master_position: int | None = None
+    """The master's end as its last heartbeat said (heartbeats come only when it is idle)."""
+    bytes_received_total: int = 0
+    connections_total: int = 0
+    last_error: str | None = None
+
+
+class ReplicationClient:
+    def __init__(self, store: MessageStore, settings: ReplicationSettings) -> None:
+        assert not store.config.role.is_master
+        self.store = store
+        self.settings = settings
+        self.state = FollowerState(master=settings.master)
+        self._host, self._port = settings.master_address
+        self._stopping = asyncio.Event()
+        self._protocol: MasterConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        settings = self.settings
+        loop = asyncio.get_running_loop()
+        while not self._stopping.is_set():
+            try:
+                _, protocol = await asyncio.wait_for(
+                    loop.create_connection(lambda: MasterConnection(self), self._host,
+                                           self._port),
+                    settings.connect_timeout_ms / 1000)
+            except (OSError, TimeoutError) as error:
+                self._failed(f"connecting to {self.settings.master}: {error!r}")
+            else:
+                self._protocol = protocol
+                await protocol.closed
+                self._protocol = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(),
+                                       settings.reconnect_interval_ms / 1000)
+
+    def _failed(self, error: str) -> None:
+        if error != self.state.last_error:
+            log.warning("replication from the master failed; retrying", extra={
+                "master": self.settings.master, "error": error})
+        self.state.last_error = error
+
+    async def close(self) -> None:
+        self._stopping.set()
+        if self._protocol is not None:
+            self._protocol.close("follower stopping")
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    @property
+    def lag_bytes(self) -> int | None:
+        """The master's end at its last heartbeat minus this log's end, if known."""
+        master = self.state.master_position
+        if master is None:
+            return None
+        return max(0, master - self.store.replication.log_end_position)
+
+
+class MasterConnection(asyncio.Protocol):
+    def __init__(self, client: ReplicationClient) -> None:
+        self._client = client
+        self._state = client.state
+        self._settings = client.settings
+        self._replication = client.store.replication
+        self._frames = FrameReader(frame_bytes_max=client.store.config.segment_size_bytes)
+        self._transport: asyncio.Transport | None = None
+        self._last_received_s = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
+        self._appended = False
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        state = self._state
+        state.connected, state.connected_at_ms = True, _now_ms()
+        state.connections_total += 1
+        position = self._replication.log_end_position
+        transport.write(encode_report(position))
+        log.info("connected to the master", extra={"master": self._settings.master,
+                                                   "reported": position})
+        self._arm_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._state.connected = False
+        if self._timer is not None:
+            self._timer.cancel()
+        if exc is not None:
+            self._client._failed(repr(exc))
+        log.info("disconnected from the master", extra={"master": self._settings.master})
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def close(self, reason: str) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            log.info("closing the master connection", extra={"reason": reason})
+            self._transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        self._last_received_s = time.monotonic()
+        self._appended = False
+        try:
+            self._frames.feed(data, self._on_frame)
+        except (ProtocolError, SegmentCreateError) as error:
+            self._client._failed(str(error))
+            self.close(str(error))
+            return
+        except StoreError as error:  # ReplicationGapError: a gap, an overlap, a cut record
+            self._client._failed(repr(error))
+            self.close(repr(error))
+            return
+        if self._appended and self._transport is not None:
+            self._transport.write(encode_report(self._replication.log_end_position))
+
+    def _on_frame(self, position: int, data: memoryview) -> None:
+        state = self._state
+        state.last_frame_at_ms = _now_ms()
+        if not data:
+            state.master_position = position
+            return
+        self._replication.append_raw(position, data)
+        state.bytes_received_total += len(data)
+        self._appended = True
+        if state.master_position is not None and position + len(data) > state.master_position:
+            state.master_position = position + len(data)
+
+    def _arm_timer(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self._settings.heartbeat_interval_ms / 1000, self._tick)
+
+    def _tick(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        silent_s = time.monotonic() - self._last_received_s
+        if silent_s >= self._settings.housekeeping_interval_ms / 1000:
+            self._client._failed(f"the master was silent for {silent_s:.1f} s")
+            self.close(f"no frame for {self._settings.housekeeping_interval_ms} ms "
+                       f"(housekeeping_interval_ms)")
+            return
+        transport.write(encode_report(self._replication.log_end_position))
+        self._arm_timer()
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,91 @@
+"""What the writer says about replication: `GET /v1/replication` and the Prometheus series.
+
+A master:
+
+    {"role": "sync_master", "log_end_position": 1048576, "replicated_position": 1040000,
+     "followers": [{"name": "10.0.0.7:50412", "confirmed_position": 1040000,
+                    "lag_bytes": 8576, "connected_at_ms": ..., "confirmed_at_ms": ...}]}
+
+A follower:
+
+    {"role": "follower", "master": "broker-0.broker-headless:8084", "connected": true,
+     "log_end_position": 1040000, "master_position": 1048576, "lag_bytes": 8576,
+     "connected_at_ms": ..., "last_frame_at_ms": ..., "bytes_received_total": ...,
+     "connections_total": 3, "last_error": null}
+
+`lag_bytes` on a master is its log's end minus what the follower confirmed (every byte
+written counts, committed or not).  A follower knows its master's end only from heartbeats
+(sent when the master is idle) and the frames since: `master_position` and `lag_bytes` are
+null until the first heartbeat.
+
+Series (a master's; a follower's):
+
+    mqstore_replication_followers                     connected followers
+    mqstore_replication_lag_bytes{follower}           per connected follower
+    mqstore_commitlog_position_bytes{watermark="replicated"}   highest confirmed position
+    mqstore_replication_sync_ack_latency_seconds      histogram: append to confirmation
+                                                      (sync master)
+    mqstore_replication_connected                     follower: 1 while connected
+    mqstore_replication_master_lag_bytes              follower: as `lag_bytes` above
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqstore.services.common.metrics import GaugeSpec, GaugeValue
+from mqstore.storage import MessageStore
+
+from .replication_follower import ReplicationClient
+
+
+def replication_status(store: MessageStore, client: ReplicationClient | None) -> dict[str, Any]:
+    replication = store.replication
+    end = replication.log_end_position
+    if client is not None:
+        state = client.state
+        return {"role": store.config.role.value, "master": state.master,
+                "connected": state.connected, "log_end_position": end,
+                "master_position": state.master_position, "lag_bytes": client.lag_bytes,
+                "connected_at_ms": state.connected_at_ms,
+                "last_frame_at_ms": state.last_frame_at_ms,
+                "bytes_received_total": state.bytes_received_total,
+                "connections_total": state.connections_total, "last_error": state.last_error}
+    progress = replication.progress
+    assert progress is not None, "a master has followers' progress"
+    return {"role": store.config.role.value, "log_end_position": end,
+            "replicated_position": progress.replicated_position,
+            "followers": [{"name": follower.name,
+                           "confirmed_position": follower.confirmed_position,
+                           "lag_bytes": max(0, end - follower.confirmed_position),
+                           "connected_at_ms": follower.connected_at_ms,
+                           "confirmed_at_ms": follower.confirmed_at_ms}
+                          for follower in progress.followers()]}
+
+
+def replication_gauges(store: MessageStore, client: ReplicationClient | None) -> list[GaugeSpec]:
+    """The gauges above (the latency histogram is the writer metrics' own)."""
+    if client is not None:
+        return [
+            GaugeSpec("mqstore_replication_connected", "1 while connected to the master.",
+                      lambda: float(client.state.connected)),
+            GaugeSpec("mqstore_replication_master_lag_bytes",
+                      "The master's end (as its last heartbeat said) minus this log's end.",
+                      lambda: client.lag_bytes),
+        ]
+    progress = store.replication.progress
+    if progress is None:
+        return []
+
+    def lags() -> GaugeValue:
+        end = store.replication.log_end_position
+        return {(follower.name,): max(0, end - follower.confirmed_position)
+                for follower in progress.followers()}
+
+    return [
+        GaugeSpec("mqstore_replication_followers", "Connected followers.",
+                  lambda: len(progress.followers())),
+        GaugeSpec("mqstore_replication_lag_bytes",
+                  "This log's end minus what the follower confirmed.", lags,
+                  labels=("follower",)),
+    ]

@@ -1,0 +1,286 @@
+"""Replication over loopback TCP inside one process: the master's `ReplicationServer` and a
+follower's `ReplicationClient` on one event loop, each with its own store directory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.services.writer import create_app
+from mqstore.services.writer.openapi import writer_openapi
+from mqstore.services.writer.replication_follower import ReplicationClient
+from mqstore.services.writer.replication_master import ReplicationServer
+from mqstore.services.writer.replication_protocol import (
+    FRAME_HEAD,
+    FrameReader,
+    ProtocolError,
+    ReportReader,
+    encode_frame_head,
+    encode_report,
+)
+from mqstore.storage import BrokerRole, Message, MessageStore, PutStatus, StoreConfig
+from tests.conftest import small_config
+from tests.services.schema_check import check
+from tests.services.serving import run
+
+FAST = {"heartbeat_interval_ms": 100, "housekeeping_interval_ms": 400,
+        "reconnect_interval_ms": 50, "batch_bytes_max": 16 * 1024}
+
+
+async def until(condition: Callable[[], bool], *, timeout_s: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
+@contextlib.asynccontextmanager
+async def serving(store: MessageStore, **settings: object) -> AsyncIterator[ReplicationServer]:
+    server = ReplicationServer(store, ReplicationSettings(host="127.0.0.1", **{**FAST,
+                                                                                **settings}))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@contextlib.asynccontextmanager
+async def following(store: MessageStore, port: int) -> AsyncIterator[ReplicationClient]:
+    client = ReplicationClient(store, ReplicationSettings(master=f"127.0.0.1:{port}", **FAST))
+    client.start()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+def follower_store(directory: Path) -> MessageStore:
+    return MessageStore.open(directory, small_config(role=BrokerRole.FOLLOWER))
+
+
+def put_many(store: MessageStore, count: int, *, start: int = 0) -> None:
+    for index in range(start, start + count):
+        result = store.put(Message("Loop", index % 4, f"m{index}".encode() * 100))
+        assert result.status is PutStatus.PUT_OK, result
+
+
+def segments(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (directory / "commitlog").iterdir()}
+
+
+def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path) -> None:
+    master = MessageStore.open(tmp_path / "m", small_config())
+    follower = follower_store(tmp_path / "f")
+    put_many(master, 400)  # several 64 KiB segments before the follower exists
+
+    async def scenario() -> int:
+        async with serving(master) as server, following(follower, server.port) as client:
+            await until(lambda: follower.wrote_position == master.wrote_position)
+            put_many(master, 300, start=400)  # live: frames as the appends come
+            await until(lambda: follower.wrote_position == master.wrote_position)
+            await until(lambda: bool(server.progress.followers()) and
+                        server.progress.followers()[0].confirmed_position ==
+                        master.wrote_position)
+            assert client.state.connected
+            return client.state.connections_total
+
+    assert run(scenario) == 1
+    end = master.wrote_position
+    master.close()
+    follower.close()
+    mine, theirs = segments(tmp_path / "m"), segments(tmp_path / "f")
+    written = sorted(name for name in mine if int(name) < end)
+    assert len(written) >= 4
+    assert all(mine[name] == theirs[name] for name in written)
+
+
+def test_a_lagging_follower_catches_up_from_its_end(tmp_path: Path) -> None:
+    master = MessageStore.open(tmp_path / "m", small_config())
+    put_many(master, 100)
+
+    async def copy_once() -> None:
+        follower = follower_store(tmp_path / "f")
+        async with serving(master) as server, following(follower, server.port):
+            await until(lambda: follower.wrote_position == master.wrote_position)
+        follower.close()
+
+    run(copy_once)
+    first_end = master.wrote_position
+    put_many(master, 300, start=100)
+    run(copy_once)
+    with follower_store(tmp_path / "f") as follower:
+        assert follower.wrote_position == master.wrote_position > first_end
+        assert [m.body for m in follower.iter_messages()] == \
+            [m.body for m in master.iter_messages()]
+    master.close()
+
+
+def test_sync_master_acknowledges_after_the_follower_and_times_out_without(
+        tmp_path: Path) -> None:
+    config = small_config(role=BrokerRole.SYNC_MASTER, replication_sync_timeout_ms=500)
+    master = MessageStore.open(tmp_path / "m", config)
+    follower = follower_store(tmp_path / "f")
+
+    async def put(body: bytes) -> PutStatus:
+        return (await asyncio.wrap_future(master.submit(Message("S", 0, body)))).status
+
+    async def scenario() -> list[PutStatus]:
+        statuses = [await put(b"nobody")]
+        async with serving(master) as server:
+            async with following(follower, server.port):
+                await until(lambda: bool(server.progress.followers()))
+                statuses += [await put(b"a"), await put(b"b")]
+                assert follower.wrote_position == master.wrote_position
+            # The follower left: within the lag bound no more; nobody can confirm.
+            await until(lambda: not server.progress.followers())
+            statuses.append(await put(b"gone"))
+        return statuses
+
+    assert run(scenario) == [PutStatus.SLAVE_NOT_AVAILABLE, PutStatus.PUT_OK, PutStatus.PUT_OK,
+                             PutStatus.SLAVE_NOT_AVAILABLE]
+    master.close()
+    follower.close()
+
+
+def test_sync_master_with_pool_is_acknowledged_without_waiting_for_the_commit_service(
+        tmp_path: Path) -> None:
+    """Commit service thresholds far out of reach: only commit on demand can make a put
+    readable for the sender, so every PUT_OK here proves it."""
+    config = small_config(role=BrokerRole.SYNC_MASTER, pool_enabled=True,
+                          replication_sync_timeout_ms=2000, commit_interval_ms=60_000,
+                          commit_thorough_interval_ms=60_000, commit_pages_min=1000)
+    master = MessageStore.open(tmp_path / "m", config)
+    follower = follower_store(tmp_path / "f")
+
+    async def scenario() -> list[PutStatus]:
+        async with serving(master) as server, following(follower, server.port):
+            await until(lambda: bool(server.progress.followers()))
+            futures = [asyncio.wrap_future(master.submit(Message("P", 0, b"x" * 300)))
+                       for _ in range(50)]
+            return [result.status for result in await asyncio.gather(*futures)]
+
+    assert set(run(scenario)) == {PutStatus.PUT_OK}
+    master.close()
+    follower.close()
+
+
+def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(tmp_path: Path) -> None:
+    master = MessageStore.open(tmp_path / "m", small_config())
+
+    async def silent_follower() -> bytes:
+        async with serving(master) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(encode_report(0))
+            await until(lambda: bool(server.progress.followers()))
+            received = await asyncio.wait_for(reader.read(), timeout=5)  # until closed
+            await until(lambda: not server.progress.followers())
+            writer.close()
+            return received
+
+    heartbeat = run(silent_follower)
+    assert heartbeat[:FRAME_HEAD.size] == encode_frame_head(0, 0)  # an idle master's heartbeat
+
+    async def silent_master() -> int:
+        accepted: list[asyncio.StreamWriter] = []
+
+        async def accept(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(writer)  # says nothing, ever
+
+        listener = await asyncio.start_server(accept, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        with follower_store(tmp_path / "f") as follower:
+            async with following(follower, port) as client:
+                await until(lambda: client.state.connections_total >= 2)
+                connections = client.state.connections_total
+        listener.close()
+        for writer in accepted:
+            writer.close()
+        return connections
+
+    assert run(silent_master) >= 2
+    master.close()
+
+
+def test_a_diverged_or_ahead_follower_is_refused(tmp_path: Path) -> None:
+    master = MessageStore.open(tmp_path / "m", small_config())
+    put_many(master, 10)
+
+    async def report(position: int) -> bytes:
+        async with serving(master) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(encode_report(position))
+            received = await asyncio.wait_for(reader.read(), timeout=5)
+            writer.close()
+            return received
+
+    assert run(lambda: report(master.wrote_position + 100)) == b""  # past the end: closed
+    assert run(lambda: report(7)) == b""  # not a record boundary: diverged
+    master.close()
+
+
+def test_frame_and_report_readers_reassemble_and_refuse() -> None:
+    frames: list[tuple[int, bytes]] = []
+    reader = FrameReader(frame_bytes_max=100)
+    stream = (encode_frame_head(0, 3) + b"abc" + encode_frame_head(3, 0)
+              + encode_frame_head(3, 2) + b"de")
+    for byte in range(len(stream)):
+        reader.feed(stream[byte:byte + 1], lambda p, d: frames.append((p, bytes(d))))
+    assert frames == [(0, b"abc"), (3, b""), (3, b"de")]
+    assert reader.buffered_bytes == 0
+    try:
+        FrameReader(frame_bytes_max=10).feed(encode_frame_head(0, 11), lambda p, d: None)
+    except ProtocolError as error:
+        assert "11 bytes" in str(error)
+    else:
+        raise AssertionError("an oversized frame was accepted")
+    reports = ReportReader()
+    assert reports.feed(encode_report(5)[:3]) is None
+    assert reports.feed(encode_report(5)[3:] + encode_report(9) + b"\0") == 9
+
+
+def test_a_followers_writer_refuses_produce_and_both_roles_report_status(
+        tmp_path: Path) -> None:
+    document = writer_openapi()
+    schema = document["paths"]["/v1/replication"]["get"]["responses"]["200"]["content"][
+        "application/json"]["schema"]
+    follower = follower_store(tmp_path / "f")
+    client = ReplicationClient(follower, ReplicationSettings(master="127.0.0.1:9"))
+    master = MessageStore.open(tmp_path / "m", StoreConfig.for_small_segments(
+        64 * 1024, role=BrokerRole.SYNC_MASTER))
+
+    async def scenario() -> list[tuple[int, dict[str, object]]]:
+        from aiohttp.test_utils import TestClient, TestServer  # noqa: PLC0415
+
+        answers = []
+        async with TestClient(TestServer(create_app(follower, WriterSettings(),
+                                                    follower=client))) as http:
+            response = await http.post("/v1/topics/T/messages", json={"body": "x"})
+            answers.append((response.status, await response.json()))
+            response = await http.get("/v1/replication")
+            answers.append((response.status, await response.json()))
+        async with TestClient(TestServer(create_app(master, WriterSettings()))) as http:
+            response = await http.get("/v1/replication")
+            answers.append((response.status, await response.json()))
+            metrics = await (await http.get("/metrics")).text()
+            assert "mqstore_replication_followers 0.0" in metrics
+            assert 'mqstore_commitlog_position_bytes{watermark="replicated"}' in metrics
+        return answers
+
+    (refused, body), (ok_f, follower_status), (ok_m, master_status) = run(scenario)
+    assert refused == 403
+    assert body["error"]["status"] == "SERVICE_NOT_AVAILABLE"  # type: ignore[index]
+    assert "127.0.0.1:9" in json.dumps(body)
+    assert (ok_f, follower_status["role"], follower_status["connected"]) == (200, "follower",
+                                                                             False)
+    assert (ok_m, master_status["role"], master_status["followers"]) == (200, "sync_master", [])
+    for status in (follower_status, master_status):
+        check(status, schema, root=document)
+    follower.close()
+    master.close()
