@@ -7,6 +7,7 @@
     mqstore verify DIR                    CRC scrub; exit 1 naming every corrupt offset
     mqstore pipeline JOB ...              Spark jobs: export, stats, verify, reindex
     mqstore writer --config FILE          run the commitlog-writer service until SIGTERM
+        [--role follower --master HOST:PORT]   (or sync_master / async_master)
     mqstore indexer --config FILE         run the reput/indexer service until SIGTERM
     mqstore notifier --config FILE        run the pull-notifier service until SIGTERM
     mqstore up --data DIR                 all three services as processes on DIR; Ctrl-C stops
@@ -111,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     writer = commands.add_parser("writer", help="run the commitlog-writer service")
     writer.add_argument("--config", type=Path, required=True,
                         help="the services' YAML config file (MQSTORE_* variables override it)")
+    writer.add_argument("--role", choices=("async_master", "sync_master", "follower"),
+                        help="replication role (store.role); default: the config file's")
+    writer.add_argument("--master", metavar="HOST:PORT",
+                        help="a follower's master: its replication port (replication.master)")
     writer.set_defaults(handler=_writer)
 
     up = commands.add_parser("up", help="run writer, indexer and notifier on one directory")
@@ -310,8 +315,12 @@ def _writer(arguments: argparse.Namespace) -> int:
     # Imported here: the other commands need neither aiohttp nor prometheus-client.
     from mqstore.services.common.config_file import load_config  # noqa: PLC0415
     from mqstore.services.writer import run_writer  # noqa: PLC0415
+    from mqstore.services.writer.run import with_role  # noqa: PLC0415
+    from mqstore.storage import BrokerRole  # noqa: PLC0415
 
-    config = load_config(arguments.config)
+    config = with_role(load_config(arguments.config),
+                       role=BrokerRole(arguments.role) if arguments.role else None,
+                       master=arguments.master)
     try:
         return run_writer(config)
     except StoreLockedError as error:

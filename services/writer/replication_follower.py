@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings
 from mqstore.storage import MessageStore, SegmentCreateError, StoreError
@@ -115,8 +116,8 @@ class MasterConnection(asyncio.Protocol):
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # (uvloop's transports are not asyncio.Transport subclasses; they have its methods)
+        self._transport = transport = typing.cast(asyncio.Transport, transport)
         state = self._state
         state.connected, state.connected_at_ms = True, _now_ms()
         state.connections_total += 1
@@ -139,7 +140,7 @@ class MasterConnection(asyncio.Protocol):
     def close(self, reason: str) -> None:
         if self._transport is not None and not self._transport.is_closing():
             log.info("closing the master connection", extra={"reason": reason})
-            self._transport.close()
+            self._transport.abort()  # a cut link would never take what is buffered
 
     def data_received(self, data: bytes) -> None:
         self._last_received_s = time.monotonic()

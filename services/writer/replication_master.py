@@ -27,6 +27,7 @@ import asyncio
 import logging
 import threading
 import time
+import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings
 from mqstore.storage import MessageStore, ReplicationGapError
@@ -114,8 +115,8 @@ class FollowerSession(asyncio.Protocol):
 
     # -- connection ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # (uvloop's transports are not asyncio.Transport subclasses; they have its methods)
+        self._transport = transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.name = f"{peer[0]}:{peer[1]}" if peer else f"session-{id(self):x}"
         if len(self._server.sessions) >= self._settings.followers_max:
@@ -144,7 +145,9 @@ class FollowerSession(asyncio.Protocol):
             self._closing = True
             log.info("closing follower connection", extra={"follower": self.name,
                                                            "reason": reason})
-            self._transport.close()
+            # abort, not close: close would first wait to send what is buffered, which a
+            # cut link never takes (the follower resumes from its own end anyway).
+            self._transport.abort()
 
     # -- reports -------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:

@@ -6,8 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import uvloop
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.replication_settings import ReplicationSettings
@@ -27,6 +31,18 @@ from mqstore.storage import BrokerRole, Message, MessageStore, PutStatus, StoreC
 from tests.conftest import small_config
 from tests.services.schema_check import check
 from tests.services.serving import run
+
+T = TypeVar("T")
+LOOPS = ["asyncio", "uvloop"]
+
+
+def run_on(event_loop: str, scenario: Callable[[], Awaitable[T]]) -> T:
+    """The writer runs on uvloop by default: its transports differ from asyncio's."""
+    async def main() -> T:
+        return await scenario()
+
+    return uvloop.run(main()) if event_loop == "uvloop" else asyncio.run(main())
+
 
 FAST = {"heartbeat_interval_ms": 100, "housekeeping_interval_ms": 400,
         "reconnect_interval_ms": 50, "batch_bytes_max": 16 * 1024}
@@ -75,7 +91,9 @@ def segments(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in (directory / "commitlog").iterdir()}
 
 
-def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path) -> None:
+@pytest.mark.parametrize("event_loop", LOOPS)
+def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path,
+                                                         event_loop: str) -> None:
     master = MessageStore.open(tmp_path / "m", small_config())
     follower = follower_store(tmp_path / "f")
     put_many(master, 400)  # several 64 KiB segments before the follower exists
@@ -91,7 +109,7 @@ def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path) -> None
             assert client.state.connected
             return client.state.connections_total
 
-    assert run(scenario) == 1
+    assert run_on(event_loop, scenario) == 1
     end = master.wrote_position
     master.close()
     follower.close()
@@ -122,8 +140,9 @@ def test_a_lagging_follower_catches_up_from_its_end(tmp_path: Path) -> None:
     master.close()
 
 
+@pytest.mark.parametrize("event_loop", LOOPS)
 def test_sync_master_acknowledges_after_the_follower_and_times_out_without(
-        tmp_path: Path) -> None:
+        tmp_path: Path, event_loop: str) -> None:
     config = small_config(role=BrokerRole.SYNC_MASTER, replication_sync_timeout_ms=500)
     master = MessageStore.open(tmp_path / "m", config)
     follower = follower_store(tmp_path / "f")
@@ -143,8 +162,9 @@ def test_sync_master_acknowledges_after_the_follower_and_times_out_without(
             statuses.append(await put(b"gone"))
         return statuses
 
-    assert run(scenario) == [PutStatus.SLAVE_NOT_AVAILABLE, PutStatus.PUT_OK, PutStatus.PUT_OK,
-                             PutStatus.SLAVE_NOT_AVAILABLE]
+    assert run_on(event_loop, scenario) == [
+        PutStatus.SLAVE_NOT_AVAILABLE, PutStatus.PUT_OK, PutStatus.PUT_OK,
+        PutStatus.SLAVE_NOT_AVAILABLE]
     master.close()
     follower.close()
 
@@ -171,7 +191,9 @@ def test_sync_master_with_pool_is_acknowledged_without_waiting_for_the_commit_se
     follower.close()
 
 
-def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(tmp_path: Path) -> None:
+@pytest.mark.parametrize("event_loop", LOOPS)
+def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(
+        tmp_path: Path, event_loop: str) -> None:
     master = MessageStore.open(tmp_path / "m", small_config())
 
     async def silent_follower() -> bytes:
@@ -184,7 +206,7 @@ def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(tmp_path:
             writer.close()
             return received
 
-    heartbeat = run(silent_follower)
+    heartbeat = run_on(event_loop, silent_follower)
     assert heartbeat[:FRAME_HEAD.size] == encode_frame_head(0, 0)  # an idle master's heartbeat
 
     async def silent_master() -> int:
@@ -204,7 +226,7 @@ def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(tmp_path:
             writer.close()
         return connections
 
-    assert run(silent_master) >= 2
+    assert run_on(event_loop, silent_master) >= 2
     master.close()
 
 
