@@ -13,6 +13,8 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+# Redis Streams: the peer the benchmarks in bench/ measure beside mqstore, in the same run.
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 if ((${#missing[@]})); then
     echo "setup: installing Debian packages: ${missing[*]}"
     apt-get update -q
