@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .config import StoreConfig
+from .config import PAGE_SIZE_BYTES, StoreConfig
 from .pool import TransientStorePool
 from .segment_queue import SegmentQueue
 from .service_thread import FatalHandler, ServiceThread
@@ -45,6 +45,7 @@ class CommitService(ServiceThread):
         self._pool = pool
         self._config = config
         self._last_commit_ms = _monotonic_ms()
+        self._due_bytes = max(1, config.commit_pages_min * PAGE_SIZE_BYTES)
         self.on_committed: Callable[[], None] | None = None
         """Called after a commit moved bytes into the files (the replication sender's wakeup:
         with the pool on, readers see only committed bytes)."""
@@ -61,17 +62,26 @@ class CommitService(ServiceThread):
                 self.on_committed()
         self.wait_for_running(config.commit_interval_ms)
 
-    def commit_now(self) -> bool:
+    def wake_if_due(self) -> None:
+        """After an append: wake the service only once `commit_pages_min` pages wait (it
+        commits no sooner anyway).  A wakeup per append cost each put a thread switch (the
+        service takes the GIL only to find too little to commit), and a producer that
+        commits on demand (sync replication) leaves nothing for it at all."""
+        queue = self._queue
+        wrote, committed = queue.wrote_position, queue.committed_where
+        # Also when a segment filled (rolled): its buffer goes back to the pool only once
+        # it is committed to the end, and the next roll may need it.
+        if wrote - committed >= self._due_bytes or \
+                committed < wrote - wrote % queue.segment_size_bytes:
+            self.wakeup()
+
+    def commit_now(self, *, notify: bool = True) -> bool:
+        """Commit everything written; `notify=False` for a caller about to read the bytes
+        itself (the replication sender), which needs no wakeup for them."""
         moved = self._queue.commit(pages_min=0, return_buffer=self._pool.give_back)
-        if moved and self.on_committed is not None:
+        if moved and notify and self.on_committed is not None:
             self.on_committed()
         return moved
-
-    def commit_through(self, end_position: int) -> None:
-        """Commit on demand, unless [.., end_position) is committed already: a producer waits
-        for a reader of committed bytes (sync replication)."""
-        if self._queue.committed_where < end_position:
-            self.commit_now()
 
     def shutdown_drain(self) -> None:
         for _ in range(self._config.shutdown_retries_max):

@@ -11,8 +11,9 @@ RocketMQ keeps `push2SlaveMaxOffset` (the highest position any slave confirmed) 
   service's own thread only expires requests at their deadline, sleeping until the next one.
 * `ReplicaAcknowledger`: what a sync-master put does after its append: SLAVE_NOT_AVAILABLE
   at once when no connected follower is within `replication_lag_bytes_max` of its end;
-  otherwise, with the pool on, commit on demand (so the sender can read the bytes now, not
-  after the commit service's 16 KiB or 200 ms: seed 004, RocketMQ #1372), then wait.
+  otherwise wait.  With the pool on, the sender commits on demand before it reads
+  (replication.py), so a waiting put is readable at once, not after the commit service's
+  16 KiB or 200 ms (seed 004, RocketMQ #1372), with one commit for all the puts since.
 
 A follower's confirmation means its process holds the bytes (appended to its mapped segments,
 synced by its own flush policy), as a RocketMQ slave's reported offset does.
@@ -203,11 +204,10 @@ class ReplicaAcknowledger:
     with the flush half)."""
 
     def __init__(self, transfer: GroupTransferService, progress: ReplicaProgress,
-                 config: StoreConfig, *, commit: Callable[[int], None] | None) -> None:
+                 config: StoreConfig) -> None:
         self._transfer = transfer
         self._progress = progress
         self._config = config
-        self._commit = commit
         self._timeout_s = config.replication_sync_timeout_ms / 1000
         self.observe_latency: Callable[[float], None] | None = None
         """Called with the seconds from append to a follower's confirmation (metrics)."""
@@ -223,8 +223,6 @@ class ReplicaAcknowledger:
                      f"no follower connected within {lag_max} bytes of position {end} "
                      f"(replication_lag_bytes_max)"))
             return
-        if self._commit is not None:
-            self._commit(end)
         started_s = time.monotonic()
 
         def completed(replicated: bool) -> None:

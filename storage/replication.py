@@ -1,8 +1,10 @@
 """`Replication`: what the writer service's replication server and client use of a store.
 
-    master:   read_log(position)      whole records from `position`, as stored (replica_chunks)
+    master:   read_log(position)      whole records from `position`, as stored (replica_chunks);
+                                      a sync master with the pool commits on demand first
               add_readable_listener   woken when new bytes become readable: after each append
-                                      (pool off) or each commit (pool on)
+                                      (pool off) or each commit (pool on), and after each
+                                      append of a sync master with the pool (read_log commits)
               progress                followers' confirmed positions (replica_sync.py)
     follower: append_raw(position, bytes)   the master's bytes at exactly the log's end
 
@@ -43,6 +45,11 @@ class Replication:
         """Masters only: the connected followers and what each confirmed."""
         self.acknowledger = acknowledger
         """Sync masters only (its `observe_latency` feeds the sync-ack latency metric)."""
+        self._commit_on_read = (commit_service if role is BrokerRole.SYNC_MASTER
+                                else None)
+        """Sync master with the pool: every put waits for a follower, so whoever reads for
+        the followers commits on demand first: once for all the puts since its last read,
+        instead of after the commit service's 16 KiB or 200 ms (the cliff of seed 004)."""
 
     # -- master --------------------------------------------------------------------------
     def add_readable_listener(self, listener: Callable[[], None]) -> None:
@@ -51,7 +58,7 @@ class Replication:
         if self._commit_service is not None:
             self._commit_service.on_committed = chain(self._commit_service.on_committed,
                                                       listener)
-        else:
+        if self._commit_service is None or self._commit_on_read is not None:
             self._commitlog.after_append = chain(self._commitlog.after_append, listener)
 
     def read_log(self, position: int, *, size_bytes_max: int) -> bytes:
@@ -59,6 +66,8 @@ class Replication:
         bytes on (a larger first record comes whole), within one segment; b"" when nothing
         past `position` is readable yet.  `LogRangeError` outside the log."""
         queue = self._queue
+        if self._commit_on_read is not None and queue.committed_where < queue.wrote_position:
+            self._commit_on_read.commit_now(notify=False)
         segment = queue.find(position)
         if segment is None or not segment.hold():
             if position == queue.wrote_position or (
@@ -131,9 +140,7 @@ def start_replication(config: StoreConfig, *, queue: SegmentQueue, commitlog: Co
         progress = ReplicaProgress(
             on_replicated=transfer.replicated if transfer else lambda _position: None)
         if transfer is not None:
-            acknowledger = ReplicaAcknowledger(
-                transfer, progress, config,
-                commit=commit_service.commit_through if commit_service else None)
+            acknowledger = ReplicaAcknowledger(transfer, progress, config)
     flush = (SyncAcknowledger(group_commit, config, failure=failure)
              if group_commit is not None else None)
     replication = Replication(role=role, queue=queue, commitlog=commitlog,

@@ -115,7 +115,7 @@ class MessageStore(StoreReads):
             self._commit_service = CommitService(queue, self.pool, config,
                                                  on_fatal=self._on_fatal)
             self._services.append(self._commit_service)
-            self._commitlog.after_append = self._commit_service.wakeup
+            self._commitlog.after_append = self._commit_service.wake_if_due
         if config.flush_sync:
             commit = self._commit_service.commit_now if self._commit_service else None
             seal = self._commitlog.seal_group if config.group_commit_align_bytes else None

@@ -45,7 +45,9 @@ def with_role(config: ServiceConfig, *, role: BrokerRole | None,
               master: str | None) -> ServiceConfig:
     """`mqstore writer --role R --master HOST:PORT`: the flags over the file (checked again)."""
     store, replication = config.store, config.replication
-    if role is not None:
+    if role is BrokerRole.FOLLOWER:
+        store = follower_store(store)
+    elif role is not None:
         store = dataclasses.replace(store, role=role)
     if master is not None:
         replication = dataclasses.replace(replication, master=master)
@@ -63,21 +65,24 @@ def resolve_role(config: ServiceConfig, *, hostname: str) -> ServiceConfig:
         replication = dataclasses.replace(replication, master="", role_by_hostname=False)
         return dataclasses.replace(config, replication=replication)
     return dataclasses.replace(
-        config, store=dataclasses.replace(config.store, role=BrokerRole.FOLLOWER),
+        config, store=follower_store(config.store),
         replication=dataclasses.replace(replication, role_by_hostname=False))
+
+
+def follower_store(store: StoreConfig) -> StoreConfig:
+    """`store` as a follower runs it: never with the pool or filler records (its log is the
+    master's byte for byte; RocketMQ too disables the pool on slaves), so a file shared with
+    the master may turn them on."""
+    if store.pool_enabled or store.group_commit_align_bytes:
+        log.info("a follower runs without the pool and group commit alignment")
+    return dataclasses.replace(store, role=BrokerRole.FOLLOWER, pool_enabled=False,
+                               group_commit_align_bytes=0)
 
 
 def writer_store_config(store: StoreConfig) -> StoreConfig:
     """The writer of the three services: the indexer process dispatches, so the writer does
-    not, and it publishes its positions for the indexer to read.  A follower never uses the
-    pool or filler records (its log is the master's byte for byte), whatever the shared file
-    says."""
-    store = dataclasses.replace(store, dispatch_enabled=False, positions_publish_enabled=True)
-    if store.role is BrokerRole.FOLLOWER and (store.pool_enabled or
-                                             store.group_commit_align_bytes):
-        log.info("a follower runs without the pool and group commit alignment")
-        store = dataclasses.replace(store, pool_enabled=False, group_commit_align_bytes=0)
-    return store
+    not, and it publishes its positions for the indexer to read."""
+    return dataclasses.replace(store, dispatch_enabled=False, positions_publish_enabled=True)
 
 
 async def _serve(config: ServiceConfig) -> int:
