@@ -184,6 +184,12 @@ class NotifierSettings(ServiceSettings):
     retry_after_s: int = 1
     """Retry-After of a 503 (too many held pulls, offsets lock busy)."""
 
+    pull_from_follower_memory_ratio: float = 0.4
+    """RocketMQ `accessMessageInMemoryMaxRatio` (40): a pull whose newest message lies more
+    than this share of the machine's memory behind the log's end reads what the page cache
+    has likely dropped; its answer then says `suggest_pull_from_follower` (a follower's
+    notifier serves the same messages and spares the master's disk)."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("pull_wait_ms_max", "held_requests_max", "pull_messages_max",
@@ -192,6 +198,9 @@ class NotifierSettings(ServiceSettings):
                      "notice_line_bytes_max", "offsets_lock_timeout_ms", "retry_after_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
+        if not 0 < self.pull_from_follower_memory_ratio <= 1:
+            raise ConfigError(f"pull_from_follower_memory_ratio="
+                              f"{self.pull_from_follower_memory_ratio} must be in (0, 1]")
         if self.notice_reconnect_initial_ms > self.notice_reconnect_max_ms:
             raise ConfigError(f"notice_reconnect_initial_ms={self.notice_reconnect_initial_ms}"
                               f" must not exceed notice_reconnect_max_ms="

@@ -6,12 +6,16 @@
      "properties": {"region": "eu"}, "body_base64": "..."}
 
 `properties` leaves out TAGS and KEYS (they are the `tags` and `keys` fields); the body is
-copied out of the mapped segment while the read is held, as base64.
+copied out of the mapped segment while the read is held, as base64.  Pull and poll answers
+also say `suggest_pull_from_follower` (RocketMQ's `suggestPullingFromSlave`): true when the
+newest message answered lies more than `pull_from_follower_memory_ratio` of the machine's
+memory behind the log's end, i.e. the reader is far behind and likely reads from disk.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from typing import Any
 
 from mqstore.storage import GetResult, StoredMessage
@@ -37,8 +41,25 @@ def message_json(message: StoredMessage) -> dict[str, Any]:
     }
 
 
-def pull_json(result: GetResult) -> dict[str, Any]:
+def pull_json(result: GetResult, *, log_end_position: int,
+              behind_bytes_max: int) -> dict[str, Any]:
     """A single-queue pull's answer (call it before the result is released)."""
+    newest = result.messages[-1].physical_offset if result.messages else None
     return {"status": result.status.value, "next_offset": result.next_offset,
             "min_offset": result.min_offset, "max_offset": result.max_offset,
-            "messages": [message_json(message) for message in result.messages]}
+            "messages": [message_json(message) for message in result.messages],
+            "suggest_pull_from_follower": suggest_follower(
+                newest, log_end_position=log_end_position, behind_bytes_max=behind_bytes_max)}
+
+
+def suggest_follower(newest_position: int | None, *, log_end_position: int,
+                     behind_bytes_max: int) -> bool:
+    """RocketMQ `suggestPullingFromSlave`: the newest message pulled is more than
+    `behind_bytes_max` behind the log's end, so it was likely read from disk."""
+    return newest_position is not None and log_end_position - newest_position > \
+        behind_bytes_max
+
+
+def behind_bytes_max(memory_ratio: float) -> int:
+    """`memory_ratio` of this machine's physical memory, in bytes."""
+    return int(memory_ratio * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))

@@ -30,6 +30,7 @@ from mqstore.services.common.http import add_common_routes, error_middleware
 from mqstore.storage.consumer_offsets import ConsumerOffsets
 from mqstore.storage.follower import Follower
 
+from .answers import behind_bytes_max
 from .handlers import NotifierHandlers
 from .held import HeldPulls
 from .metrics import NotifierMetrics
@@ -66,7 +67,9 @@ def create_app(follower: Follower, offsets: ConsumerOffsets,
     metrics = NotifierMetrics(follower, held, lambda: bool(state.stream and
                                                             state.stream.connected))
     feed = NoticeFeed(follower, held, metrics)
-    handlers = NotifierHandlers(follower, offsets, Puller(follower, held, metrics), settings)
+    puller = Puller(follower, held, metrics, behind_bytes_max=behind_bytes_max(
+        settings.pull_from_follower_memory_ratio))
+    handlers = NotifierHandlers(follower, offsets, puller, settings)
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
                           middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log)])
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics

@@ -47,17 +47,23 @@ MESSAGES = {"type": "array", "items": {"$ref": "#/components/schemas/Message"}}
 OFFSETS = {"type": "object", "additionalProperties": INTEGER,
            "description": "Queue id (as a string) → next offset to consume."}
 
+SUGGEST = {"type": "boolean", "description":
+           "RocketMQ suggestPullingFromSlave: the newest message answered lies more than "
+           "pull_from_follower_memory_ratio of the machine's memory behind the log's end "
+           "(likely read from disk); a follower's notifier serves the same messages."}
 PULL_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
-    "required": ["status", "next_offset", "min_offset", "max_offset", "messages"],
+    "required": ["status", "next_offset", "min_offset", "max_offset", "messages",
+                 "suggest_pull_from_follower"],
     "properties": {"status": {"type": "string", "enum": [s.value for s in GetStatus]},
                    "next_offset": INTEGER, "min_offset": INTEGER, "max_offset": INTEGER,
-                   "messages": MESSAGES}}
+                   "messages": MESSAGES, "suggest_pull_from_follower": SUGGEST}}
 POLL_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
-    "required": ["group", "topic", "messages", "next_offsets"],
+    "required": ["group", "topic", "messages", "next_offsets", "suggest_pull_from_follower"],
     "properties": {"group": {"type": "string"}, "topic": {"type": "string"},
-                   "messages": MESSAGES, "next_offsets": OFFSETS}}
+                   "messages": MESSAGES, "next_offsets": OFFSETS,
+                   "suggest_pull_from_follower": SUGGEST}}
 GROUP_OFFSETS_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["group", "topic", "offsets"],
     "properties": {"group": {"type": "string"}, "topic": {"type": "string"},

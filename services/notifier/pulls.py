@@ -31,7 +31,7 @@ from typing import Any
 from mqstore.storage import GetStatus
 from mqstore.storage.follower import Follower
 
-from .answers import message_json, pull_json
+from .answers import message_json, pull_json, suggest_follower
 from .held import SHUTDOWN, HeldPulls
 from .metrics import NotifierMetrics
 
@@ -41,11 +41,14 @@ without OFFSET_FOUND_NULL, which a deleted file causes and no new data cures).""
 
 
 class Puller:
-    def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics) -> None:
+    def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics, *,
+                 behind_bytes_max: int) -> None:
         self._follower = follower
         self._held = held
         self._metrics = metrics
         self._rotation = itertools.count()
+        self._behind_bytes_max = behind_bytes_max
+        """Past this far behind the log's end, answers suggest pulling from a follower."""
 
     async def pull_queue(self, topic: str, queue_id: int, offset: int, *, max_messages: int,
                          tags: Sequence[str] | None, wait_ms: int) -> dict[str, Any]:
@@ -58,7 +61,8 @@ class Puller:
                 remaining_s = deadline_s - loop.time()
                 if (result.messages or result.status not in HOLD_STATUSES
                         or remaining_s <= 0):
-                    return pull_json(result)
+                    return pull_json(result, log_end_position=self._follower.log.readable_end,
+                                     behind_bytes_max=self._behind_bytes_max)
             cause = await self._held.wait(topic, {queue_id: offset}, any_queue=False,
                                           timeout_s=remaining_s)
             self._metrics.woken(cause)
@@ -81,9 +85,13 @@ class Puller:
             messages, caught_up = self._collect(topic, positions, max_messages, tags)
             remaining_s = deadline_s - loop.time()
             if messages or not caught_up or remaining_s <= 0:
+                newest = max((m["physical_offset"] for m in messages), default=None)
                 return {"messages": messages,
                         "next_offsets": {str(queue_id): offset
-                                         for queue_id, offset in sorted(positions.items())}}
+                                         for queue_id, offset in sorted(positions.items())},
+                        "suggest_pull_from_follower": suggest_follower(
+                            newest, log_end_position=self._follower.log.readable_end,
+                            behind_bytes_max=self._behind_bytes_max)}
             cause = await self._held.wait(topic, dict(positions), any_queue=True,
                                           timeout_s=remaining_s)
             self._metrics.woken(cause)
