@@ -1,8 +1,8 @@
 """A Kubernetes control plane on loopback, for the e2e suite and for trying the operator
-without a cluster: etcd, kube-apiserver and kube-controller-manager (garbage collection and
-the StatefulSet controller only, so that StatefulSets make Pods and claims and deleted
-owners take their children along).  There is no kubelet and no scheduler: Pods stay
-Pending until a test patches their status.
+without a cluster: etcd, kube-apiserver and kube-controller-manager (only the garbage
+collector, the StatefulSet controller and claim protection: StatefulSets make Pods and
+claims, and deleted owners take their children along).  There is no kubelet and no
+scheduler: Pods stay Pending until a test patches their status.
 
     python e2e/control_plane.py start [--dir DIR]   # prints `export KUBECONFIG=...`
     python e2e/control_plane.py stop [--dir DIR]
@@ -38,7 +38,11 @@ in 10–20 s on 2 busy cores."""
 STOP_TIMEOUT_S = 15.0
 SERVICE_CIDR = "10.0.0.0/24"
 """Only an allocation range for Service ClusterIPs kept in etcd: no traffic goes there."""
-CONTROLLERS = "garbagecollector,statefulset"
+CONTROLLERS = ("garbage-collector-controller,statefulset-controller,"
+               "persistentvolumeclaim-protection-controller")
+"""Garbage collection (owners take their children along), StatefulSets (Pods and claims from
+the claim template), and claim protection (it lifts the kubernetes.io/pvc-protection
+finalizer once no Pod uses a deleted claim, so deleted claims go away)."""
 
 
 class ControlPlaneError(RuntimeError):

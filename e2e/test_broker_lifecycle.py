@@ -15,6 +15,9 @@ from .conftest import OperatorProcess, broker_manifest
 from .kube import Kube, condition, wait_for
 
 HASH = "mqstore.io/config-hash"
+GC_WAIT_S = 120.0
+"""The garbage collector learns of a new resource type (Broker) by re-reading discovery
+every 30 s: until then it cannot tell that an owner is gone."""
 
 
 def _children(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
@@ -196,6 +199,32 @@ def test_deleting_a_broker_removes_its_children_and_keeps_its_claims(
     kube.kubectl("delete", "broker", "zeta", "-n", namespace, "--wait=false")
     wait_for("the Broker to be gone", lambda: kube.get("broker", "zeta", namespace) is None)
     wait_for("every child to be collected", lambda: not any(
-        _children(kube, namespace, "zeta").values()))
-    wait_for("pod zeta-0 to be collected", lambda: kube.get("pod", "zeta-0", namespace) is None)
+        _children(kube, namespace, "zeta").values()), timeout_s=GC_WAIT_S)
+    wait_for("pod zeta-0 to be collected", lambda: kube.get("pod", "zeta-0", namespace) is None,
+             timeout_s=GC_WAIT_S)
     assert kube.get("pvc", "data-zeta-0", namespace) is not None, "claims are kept"
+
+
+def test_delete_claim_takes_the_claims_along(kube: Kube, namespace: str) -> None:
+    kube.apply(broker_manifest("kappa", namespace, storage={"deleteClaim": True}))
+    wait_for("claim data-kappa-0", lambda: kube.get("pvc", "data-kappa-0", namespace))
+    sts = kube.must_get("statefulset", "kappa", namespace)
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Delete"
+    kube.kubectl("delete", "broker", "kappa", "-n", namespace, "--wait=false")
+    wait_for("the claim to be collected with its StatefulSet",
+             lambda: kube.get("pvc", "data-kappa-0", namespace) is None, timeout_s=GC_WAIT_S)
+
+
+def test_extra_notifiers_share_the_masters_claim(kube: Kube, namespace: str) -> None:
+    kube.apply(broker_manifest("lam", namespace, storage={"accessModes": ["ReadWriteMany"]},
+                               notifier={"replicas": 2}))
+    deployment = wait_for("the notifiers' Deployment",
+                          lambda: kube.get("deployment", "lam-notifier", namespace))
+    assert deployment["spec"]["replicas"] == 2
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-lam-0"}} in volumes
+    assert kube.get("service", "lam-notifier", namespace) is not None
+    kube.merge_patch("broker", "lam", namespace, {"spec": {"notifier": {"replicas": 0}}})
+    wait_for("the Deployment and its Service to go", lambda: kube.get(
+        "deployment", "lam-notifier", namespace) is None and kube.get(
+        "service", "lam-notifier", namespace) is None)
