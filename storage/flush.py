@@ -75,6 +75,18 @@ class CommitService(ServiceThread):
                 committed < wrote - wrote % queue.segment_size_bytes:
             self.wakeup()
 
+    def wake_if_rolled(self) -> None:
+        """After an append on a sync master, whose sender commits on demand before every
+        read (replication.py): wake the service only for a filled segment (its buffer goes
+        back to the pool once committed to the end).  Woken for due pages as well, it
+        committed beside the sender, contending for the commit lock and the GIL: measured,
+        the sync-master p99 at 16 connections rose by a third.  With no follower reading,
+        its `commit_interval_ms` pass commits (and such puts are SLAVE_NOT_AVAILABLE)."""
+        queue = self._queue
+        wrote, committed = queue.wrote_position, queue.committed_where
+        if committed < wrote - wrote % queue.segment_size_bytes:
+            self.wakeup()
+
     def commit_now(self, *, notify: bool = True) -> bool:
         """Commit everything written; `notify=False` for a caller about to read the bytes
         itself (the replication sender), which needs no wakeup for them."""

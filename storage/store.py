@@ -33,6 +33,7 @@ from .race import RaceApi
 from .replica_sync import GroupTransferService
 from .replication import start_replication
 from .retention import RetentionService
+from .roles import BrokerRole
 from .service_thread import ServiceThread
 from .startup import OpenedStore, open_directory
 from .store_reads import StoreReads
@@ -115,7 +116,9 @@ class MessageStore(StoreReads):
             self._commit_service = CommitService(queue, self.pool, config,
                                                  on_fatal=self._on_fatal)
             self._services.append(self._commit_service)
-            self._commitlog.after_append = self._commit_service.wake_if_due
+            self._commitlog.after_append = (
+                self._commit_service.wake_if_rolled if config.role is BrokerRole.SYNC_MASTER
+                else self._commit_service.wake_if_due)
         if config.flush_sync:
             commit = self._commit_service.commit_now if self._commit_service else None
             seal = self._commitlog.seal_group if config.group_commit_align_bytes else None
