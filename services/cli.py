@@ -138,11 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     notifier.add_argument("--config", type=Path, required=True,
                           help="the services' YAML config file (MQSTORE_* variables override it)")
     notifier.set_defaults(handler=_notifier)
-
-    preallocate = commands.add_parser("preallocate", help="create and preallocate a new "
-                                      "store's first commit log segment")
-    preallocate.add_argument("--config", type=Path, required=True, help="its YAML config file")
-    preallocate.set_defaults(handler=_preallocate)
+    _add_preallocate(commands)
     return parser
 
 
@@ -383,6 +379,13 @@ def _notifier(arguments: argparse.Namespace) -> int:
     from mqstore.services.notifier import run_notifier  # noqa: PLC0415
 
     return run_notifier(load_config(arguments.config))
+
+
+def _add_preallocate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    preallocate = commands.add_parser("preallocate", help="create and preallocate a new "
+                                      "store's first commit log segment")
+    preallocate.add_argument("--config", type=Path, required=True, help="its YAML config file")
+    preallocate.set_defaults(handler=_preallocate)
 
 
 def _preallocate(arguments: argparse.Namespace) -> int:
