@@ -59,6 +59,8 @@ def test_a_broker_gets_its_statefulset_config_services_and_budget(
     assert config["store"]["flush_mode"] == "sync"
     assert config["store"]["flush_interval_ms"] == 200
     assert (config["store"]["pool_enabled"], config["store"]["pool_buffer_count"]) == (True, 3)
+    assert config["store"]["role"] == "async_master"
+    assert config["replication"]["master"] == f"alpha-0.alpha-headless.{namespace}.svc:8084"
     assert sts["spec"]["template"]["metadata"]["annotations"][HASH] == \
         children["configmap"]["metadata"]["annotations"][HASH]
     assert children["headless"]["spec"]["clusterIP"] == "None"

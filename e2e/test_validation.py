@@ -36,6 +36,8 @@ def _refusal(kube: Kube, manifest: dict[str, Any]) -> str:
     ({"retention": {"deleteHours": [24]}}, "should be less than or equal to 23"),
     ({"notifier": {"replicas": 2}}, "needs storage.accessModes [ReadWriteMany]"),
     ({"imagePullPolicy": "Sometimes"}, 'Unsupported value: "Sometimes"'),
+    ({"replication": {"mode": "sync"}}, "replication.mode sync acknowledges only what a "
+                                        "follower has: it needs replicas >= 2"),
 ])
 def test_schema_refuses_bad_values(kube: Kube, release: dict[str, Any],
                                    spec: dict[str, Any], message: str) -> None:

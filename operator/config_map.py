@@ -16,12 +16,17 @@ CONFIG_HASH_LENGTH = 16
 """Hex digits of sha256 kept: 64 bits, no collision among a broker's config versions."""
 
 
-def config_document(spec: BrokerSpec) -> dict[str, Any]:
-    """The config file as a dict.  The three containers share the pod's network namespace,
-    so the notifier reaches the indexer's notice stream on 127.0.0.1."""
+def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> dict[str, Any]:
+    """The config file as a dict, one for every pod.  The three containers share the pod's
+    network namespace, so the notifier reaches the indexer's notice stream on 127.0.0.1.
+    Pod 0's writer runs as the master (store.role), every other pod's follows it: the
+    writer compares its host name with the master address (`role_by_hostname`), so the
+    file does not change with the number of pods and scaling rolls nothing."""
     return {
         "data_dir": names.DATA_DIR,
         "store": store_settings(spec),
+        "replication": {"port": names.REPLICATION_PORT, "role_by_hostname": True,
+                        "master": names.master_address(broker_name, namespace)},
         "writer": {"port": names.WRITER_PORT},
         "indexer": {"port": names.INDEXER_PORT},
         "notifier": {"port": names.NOTIFIER_PORT,
@@ -29,9 +34,10 @@ def config_document(spec: BrokerSpec) -> dict[str, Any]:
     }
 
 
-def render_config(spec: BrokerSpec) -> str:
+def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str) -> str:
     """The file's text: sorted keys, so equal settings give equal text and an equal hash."""
-    return yaml.safe_dump(config_document(spec), sort_keys=True, default_flow_style=False)
+    document = config_document(spec, broker_name=broker_name, namespace=namespace)
+    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
 
 
 def config_hash(text: str) -> str:
@@ -39,7 +45,8 @@ def config_hash(text: str) -> str:
 
 
 def build_config_map(broker: Mapping[str, Any], spec: BrokerSpec) -> dict[str, Any]:
-    text = render_config(spec)
+    text = render_config(spec, broker_name=broker["metadata"]["name"],
+                         namespace=broker["metadata"]["namespace"])
     metadata = names.child_metadata(broker, names.config_map_name(broker["metadata"]["name"]))
     metadata["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_hash(text)}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,

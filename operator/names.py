@@ -30,6 +30,8 @@ DATA_DIR = "/data"
 WRITER_PORT = 8081
 INDEXER_PORT = 8082
 NOTIFIER_PORT = 8083
+REPLICATION_PORT = 8084
+"""The writer's replication port on a master (followers connect to pod 0's)."""
 
 
 def selector_labels(broker_name: str) -> dict[str, str]:
@@ -59,6 +61,14 @@ def config_map_name(broker_name: str) -> str:
 
 def notifier_name(broker_name: str) -> str:
     return f"{broker_name}-notifier"
+
+
+def master_address(broker_name: str, namespace: str) -> str:
+    """Pod 0's replication endpoint through the headless Service.  Its first DNS label is
+    pod 0's host name, which is how each writer tells whether it is the master
+    (`replication.role_by_hostname`)."""
+    return (f"{broker_name}-0.{headless_service_name(broker_name)}.{namespace}.svc:"
+            f"{REPLICATION_PORT}")
 
 
 def claim_name(broker_name: str, ordinal: int) -> str:

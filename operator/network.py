@@ -23,12 +23,13 @@ ALL_PORTS = (("writer", names.WRITER_PORT), ("indexer", names.INDEXER_PORT),
 
 def build_headless_service(broker: Mapping[str, Any]) -> dict[str, Any]:
     """Stable DNS for every pod (`<broker>-0.<broker>-headless`), ready or not, which is what
-    followers and the StatefulSet need."""
+    followers (on the replication port) and the StatefulSet need."""
     name = broker["metadata"]["name"]
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": names.child_metadata(broker, names.headless_service_name(name)),
             "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                     "selector": names.selector_labels(name), "ports": _ports(*ALL_PORTS)}}
+                     "selector": names.selector_labels(name),
+                     "ports": _ports(*ALL_PORTS, ("replication", names.REPLICATION_PORT))}}
 
 
 def build_client_service(broker: Mapping[str, Any]) -> dict[str, Any]:

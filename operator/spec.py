@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from mqstore.storage import ConfigError, FlushMode, PreallocateMethod, StoreConfig
+from mqstore.storage import BrokerRole, ConfigError, FlushMode, PreallocateMethod, StoreConfig
 
 from .quantity import QuantityError, quantity_bytes
 
@@ -47,6 +47,13 @@ class FlushSpec:
     pages_min: int = 4
     thorough_interval_ms: int = 10_000
     sync_timeout_ms: int = 5000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReplicationSpec:
+    mode: str = "async"
+    """async: the master acknowledges without waiting for a follower (store.role
+    async_master); sync: only once a follower has the record (sync_master)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,6 +90,7 @@ class BrokerSpec:
     image_pull_policy: str = "IfNotPresent"
     replicas: int = 1
     paused: bool = False
+    replication: ReplicationSpec = dataclasses.field(default_factory=ReplicationSpec)
     flush: FlushSpec = dataclasses.field(default_factory=FlushSpec)
     pool: PoolSpec = dataclasses.field(default_factory=PoolSpec)
     retention: RetentionSpec = dataclasses.field(default_factory=RetentionSpec)
@@ -154,6 +162,7 @@ def store_settings(spec: BrokerSpec) -> dict[str, object]:
     """The config file's `store:` section for this spec (StoreConfig field names)."""
     return {
         "segment_size_bytes": spec.storage.segment_size_bytes,
+        "role": f"{spec.replication.mode}_master",
         "preallocate_method": (PreallocateMethod.AUTO if spec.storage.preallocate
                                else PreallocateMethod.NONE).value,
         "flush_mode": spec.flush.mode,
@@ -177,6 +186,7 @@ def check_store_settings(settings: Mapping[str, object]) -> StoreConfig:
     values = dict(settings)
     try:
         values["flush_mode"] = FlushMode(values["flush_mode"])
+        values["role"] = BrokerRole(values["role"])
         values["preallocate_method"] = PreallocateMethod(values["preallocate_method"])
         hours = values["delete_hours"]
         assert isinstance(hours, list | tuple)

@@ -39,13 +39,16 @@ def test_config_map_carries_flush_and_pool_settings() -> None:
     body = broker(spec={"storage": {"size": "10Gi"},
                         "flush": {"mode": "sync", "intervalMs": 250, "pagesMin": 8},
                         "pool": {"enabled": True, "bufferCount": 7}})
-    document = config_document(_spec(body))
+    document = config_document(_spec(body), broker_name="demo", namespace="ns1")
     store = document["store"]
     assert (store["flush_mode"], store["flush_interval_ms"], store["flush_pages_min"]) == \
         ("sync", 250, 8)
     assert (store["pool_enabled"], store["pool_buffer_count"]) == (True, 7)
     assert document["data_dir"] == "/data"
     assert document["notifier"]["indexer_url"] == "http://127.0.0.1:8082"
+    assert document["replication"] == {"port": 8084, "role_by_hostname": True,
+                                       "master": "demo-0.demo-headless.ns1.svc:8084"}
+    assert store["role"] == "async_master"
     config_map = build_config_map(body, _spec(body))
     assert "flush_mode: sync" in config_map["data"]["mqstore.yaml"]
     assert config_map["metadata"]["name"] == "demo-config"
@@ -57,7 +60,10 @@ def test_config_hash_follows_the_file_not_the_rest_of_the_spec() -> None:
     assert base == _hash(broker())
     assert base != _hash(broker(spec={"storage": {"size": "10Gi"}, "flush": {"mode": "sync"}}))
     assert base != _hash(broker(spec={"storage": {"size": "10Gi"}, "pool": {"enabled": True}}))
-    assert base == _hash(broker(spec={"storage": {"size": "10Gi"}, "replicas": 3}))
+    assert base == _hash(broker(spec={"storage": {"size": "10Gi"}, "replicas": 3})), \
+        "scaling rolls nothing: each writer finds its role from its host name"
+    assert base != _hash(broker(spec={"storage": {"size": "10Gi"}, "replicas": 3,
+                                      "replication": {"mode": "sync"}}))
     assert base == _hash(broker(spec={"storage": {"size": "20Gi"}}))
 
 
@@ -127,6 +133,7 @@ def test_services_and_budget_select_the_broker_pods() -> None:
     assert headless["metadata"]["name"] == "demo-headless"
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["selector"] == selector
+    assert {p["name"]: p["port"] for p in headless["spec"]["ports"]}["replication"] == 8084
     client = build_client_service(body)
     assert client["spec"]["selector"] == {
         **selector, "statefulset.kubernetes.io/pod-name": "demo-0"}

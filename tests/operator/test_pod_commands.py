@@ -13,7 +13,8 @@ from mqstore.operator.spec import parse_spec
 from mqstore.operator.statefulset import build_statefulset
 from mqstore.services.cli import main
 from mqstore.services.common.config_file import load_config
-from mqstore.storage import FlushMode
+from mqstore.services.writer.run import resolve_role
+from mqstore.storage import BrokerRole, FlushMode
 
 from .broker_fixtures import broker
 
@@ -41,6 +42,23 @@ def test_the_services_accept_the_rendered_config(tmp_path: Path) -> None:
     assert config.store.delete_hours == (3, 4)
     assert (config.writer.port, config.indexer.port, config.notifier.port) == (8081, 8082, 8083)
     assert config.notifier.indexer_url == "http://127.0.0.1:8082"
+
+
+def test_pod_0_masters_and_the_other_pods_follow_it(tmp_path: Path) -> None:
+    config_file, pod = _rendered(tmp_path, {"storage": {"size": "10Gi"}, "replicas": 3,
+                                            "replication": {"mode": "sync"},
+                                            "pool": {"enabled": True}})
+    config = load_config(config_file, environ={})
+    master = resolve_role(config, hostname="demo-0")
+    assert master.store.role is BrokerRole.SYNC_MASTER
+    assert master.replication.master == ""
+    assert master.store.pool_enabled
+    follower = resolve_role(config, hostname="demo-2")
+    assert follower.store.role is BrokerRole.FOLLOWER
+    assert follower.replication.master == "demo-0.demo-headless.ns1.svc:8084"
+    assert not follower.store.pool_enabled, "followers never use the pool"
+    writer = pod["containers"][0]  # type: ignore[index]
+    assert {"name": "replication", "containerPort": 8084, "protocol": "TCP"} in writer["ports"]
 
 
 def test_the_init_containers_command_prepares_the_first_segment(
