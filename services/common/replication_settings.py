@@ -44,9 +44,10 @@ class ReplicationSettings:
     follow `master` everywhere else (pod 0 of a StatefulSet masters, the others follow)."""
 
     batch_bytes_max: int = 256 * KIB
-    """Log bytes per frame (RocketMQ: 32 KiB).  256 KiB is ~250 records of 1 KiB, a 20-50 µs
-    copy on the writer's event loop: few frames per MB for catch-up, no long stall of the
-    loop.  A record larger than this (up to message_body_size_bytes_max) goes whole."""
+    """Log bytes per frame (RocketMQ: 32 KiB).  256 KiB is ~250 records of 1 KiB, about 60 µs
+    of the master's event loop (measured: 9 µs to copy, 52 µs to find the last whole record)
+    and 90 µs of the follower's to check: four frames per MB for catch-up, no long stall of
+    either loop.  A record larger than this (up to message_body_size_bytes_max) goes whole."""
 
     heartbeat_interval_ms: int = 5000
     """`haSendHeartbeatInterval`: an idle master sends an empty frame, and a follower

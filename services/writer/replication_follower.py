@@ -90,7 +90,9 @@ class ReplicationClient:
         if self._protocol is not None:
             self._protocol.close("follower stopping")
         if self._task is not None:
-            await self._task
+            self._task.cancel()  # it may be waiting for a connection that never comes
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
             self._task = None
 
     @property

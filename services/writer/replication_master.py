@@ -17,8 +17,9 @@ It runs on the writer's event loop, beside the HTTP app, on its own port.  Per f
 Why the event loop and not threads: the sync-master put path, the sender and the reports all
 run on one thread, so a follower's confirmation completes the waiting requests with no thread
 hand-off, and the store's wakeup (after each append, or each commit with the pool on) is a
-flag and one `call_soon` per loop iteration, however many puts came in it.  The cost is the
-copy of each frame (20-50 µs per 256 KiB) on the loop.
+flag and one `call_soon` per loop iteration, however many puts came in it.  The cost is each
+frame's preparation on the loop: about 60 µs per 256 KiB of 1 KiB records, measured here
+(9 µs to copy it, 52 µs to find its last whole record).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import time
 import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings
-from mqstore.storage import MessageStore, ReplicationGapError
+from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
 from mqstore.storage.replica_sync import ReplicaProgress
 
 from .replication_protocol import ProtocolError, ReportReader, encode_frame_head
@@ -63,9 +64,13 @@ class ReplicationServer:
         """Listen; return the bound port."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        try:
+            self._server = await self._loop.create_server(
+                lambda: FollowerSession(self), self.settings.host, self.settings.port)
+        except OSError as error:
+            raise ConfigError(f"replication: cannot listen on {self.settings.host}:"
+                              f"{self.settings.port}: {error.strerror}") from None
         self.store.replication.add_readable_listener(self.notify)
-        self._server = await self._loop.create_server(
-            lambda: FollowerSession(self), self.settings.host, self.settings.port)
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("replication listening", extra={"host": self.settings.host, "port": self.port,
                                                  "role": self.store.config.role.value})

@@ -27,7 +27,14 @@ from mqstore.services.writer.replication_protocol import (
     encode_frame_head,
     encode_report,
 )
-from mqstore.storage import BrokerRole, Message, MessageStore, PutStatus, StoreConfig
+from mqstore.storage import (
+    BrokerRole,
+    ConfigError,
+    Message,
+    MessageStore,
+    PutStatus,
+    StoreConfig,
+)
 from tests.conftest import small_config
 from tests.services.schema_check import check
 from tests.services.serving import run
@@ -305,4 +312,23 @@ def test_a_followers_writer_refuses_produce_and_both_roles_report_status(
     for status in (follower_status, master_status):
         check(status, schema, root=document)
     follower.close()
+    master.close()
+
+
+def test_a_busy_replication_port_is_a_config_error(tmp_path: Path) -> None:
+    master = MessageStore.open(tmp_path / "m", small_config())
+
+    async def scenario() -> str:
+        taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = taken.sockets[0].getsockname()[1]
+        server = ReplicationServer(master, ReplicationSettings(host="127.0.0.1", port=port))
+        try:
+            await server.start()
+        except ConfigError as error:
+            return str(error)
+        finally:
+            taken.close()
+        raise AssertionError("a busy port was accepted")
+
+    assert "cannot listen on" in run(scenario)
     master.close()
