@@ -10,7 +10,10 @@ everysec` beside async flush, `always` beside sync).  Then two client processes 
 (latency_clients.py): a consumer that holds long polls, and a producer sending single 1 KiB
 messages at a fixed rate (mqstore: one JSON POST each; Redis: one XADD each), stamped with
 the send time.  Latency = when the consumer read the answer holding the message − its send
-time, over every message after the first second (the warm-up); p50, p99 and max.
+time, over every message after the first second (the warm-up); p50, p99 and max; and the
+same split at the store's timestamp into write and read legs (p50/p99, whole ms: the store's
+clock has millisecond resolution); for mqstore also split at the indexer's notice (send →
+noticed, noticed → read; p50/p99, see latency_clients.py).
 
 Printed beside it, so that a slow client shows instead of passing for a slow server: how late
 the producer sent (p99 of send time − due time), and the CPU each process used, as a share
@@ -33,8 +36,8 @@ import latency_clients
 import redis_peer
 from latency_clients import Spec
 
-SLACK_S = 15.0
-"""How long after the last send the consumer may still wait for stragglers."""
+SLACK_S = 10.0
+"""How long after the producer's last answer the consumer still waits for stragglers."""
 MQSTORE_CONSUMERS = ("pull", "group")
 
 
@@ -49,7 +52,7 @@ def _servers(consumer: str, flush_mode: str) -> Iterator[tuple[dict[str, Any], A
     services = harness.MqstoreServices(store={"flush_mode": flush_mode,
                                               "segment_size_bytes": 256 << 20})
     with harness.running(services):
-        yield ({"writer_url": services.url("writer"),
+        yield ({"writer_url": services.url("writer"), "indexer_url": services.url("indexer"),
                 "notifier_url": services.url("notifier")}, services)
 
 
@@ -68,7 +71,7 @@ def measure_point(consumer: str, flush_mode: str, rate: int,
     with _servers(consumer, flush_mode) as (where, server):
         spec = Spec(consumer=consumer, rate_per_s=rate, count=count,
                     warmup_count=int(rate * arguments.warmup_seconds),
-                    deadline_s=arguments.seconds + arguments.warmup_seconds + SLACK_S, **where)
+                    slack_s=SLACK_S, **where)
         consumer_end, consumer_here = context.Pipe()
         producer_end, producer_here = context.Pipe()
         consuming = context.Process(target=latency_clients.consume_main,
@@ -80,6 +83,7 @@ def measure_point(consumer: str, flush_mode: str, rate: int,
                                     args=(spec, producer_end))
         producing.start()
         produced = producer_here.recv()
+        consumer_here.send("producer done")
         consumed = consumer_here.recv()
         server_cpu = {name: seconds - server_cpu[name]
                       for name, seconds in server.cpu_seconds().items()}
@@ -106,8 +110,12 @@ def _row(points: list[dict[str, Any]]) -> dict[str, Any]:
         "p50_ms": median(lambda p: p["latency_ms"][0]),
         "p99_ms": median(lambda p: p["latency_ms"][1]),
         "max_ms": median(lambda p: p["latency_ms"][2]),
+        "write_leg_ms": [median(lambda p, i=i: p["write_leg_ms"][i]) for i in (0, 1)],
+        "read_leg_ms": [median(lambda p, i=i: p["read_leg_ms"][i]) for i in (0, 1)],
+        **{leg: [median(lambda p, i=i, leg=leg: p[leg][i]) for i in (0, 1)]
+           if first[leg] else [] for leg in ("to_notice_ms", "after_notice_ms")},
         "p99_ms_runs": [p["latency_ms"][1] for p in points],
-        "lost": max(p["sent"] - p["received"] for p in points),
+        "missing": max(p["missing"] for p in points),
         "duplicates": max(p["duplicates"] for p in points),
         "producer_late_p99_ms": median(lambda p: p["producer_lateness_ms"][1]),
         "cpu_share": {name: median(lambda p, n=name: p["cpu_share"][n])
@@ -116,8 +124,13 @@ def _row(points: list[dict[str, Any]]) -> dict[str, Any]:
     cpu = " ".join(f"{name} {share:.2f}" for name, share in row["cpu_share"].items())
     print(f"{row['target']:<14}{row['consumer']:<7}{row['flush']:<7}{row['rate_per_s']:>6}"
           f"{row['p50_ms']:>8.2f}{row['p99_ms']:>8.2f}{row['max_ms']:>9.2f}"
-          f"{'/'.join(f'{v:.1f}' for v in row['p99_ms_runs']):>16}{row['lost']:>6}"
-          f"{row['duplicates']:>5}{row['producer_late_p99_ms']:>9.2f}   {cpu}", flush=True)
+          f"{'/'.join(f'{v:.1f}' for v in row['p99_ms_runs']):>16}{row['missing']:>6}"
+          f"{row['duplicates']:>5}{row['producer_late_p99_ms']:>9.2f}"
+          f"{'/'.join(f'{v:.0f}' for v in row['write_leg_ms']):>10}"
+          f"{'/'.join(f'{v:.0f}' for v in row['read_leg_ms']):>10}"
+          f"{'/'.join(f'{v:.1f}' for v in row['to_notice_ms']) or '-':>12}"
+          f"{'/'.join(f'{v:.1f}' for v in row['after_notice_ms']) or '-':>12}   {cpu}",
+          flush=True)
     return row
 
 
@@ -126,7 +139,8 @@ def main() -> None:
     conditions = harness.Conditions.now()
     print(conditions.describe(), flush=True)
     print(f"{'target':<14}{'cons.':<7}{'flush':<7}{'msg/s':>6}{'p50 ms':>8}{'p99 ms':>8}"
-          f"{'max ms':>9}{'p99 per run':>16}{'lost':>6}{'dup':>5}{'late p99':>9}   "
+          f"{'max ms':>9}{'p99 per run':>16}{'miss':>6}{'dup':>5}{'late p99':>9}"
+          f"{'write ms':>10}{'read ms':>10}{'→notice ms':>12}{'notice→ ms':>12}   "
           f"CPU, share of one core")
     keys = [(consumer, flush_mode, rate) for flush_mode in arguments.flush
             for rate in arguments.rates for consumer in arguments.consumers]

@@ -8,10 +8,17 @@ Producer: message `seq` is due at start + seq / rate; when due (or as soon after
 gets to it) its body is stamped with `seq` and the send time, and it is sent on its own task
 (at most `IN_FLIGHT_MAX` unanswered at once):
 
-    body = b"%012d %020d " % (seq, send_ns) + filler     1024 printable bytes
+    body = b"%012d %020d %020d " % (seq, send_ns, send_wall_ns) + filler   1024 bytes
 
-Consumer: long-polls until every message arrived (or its deadline); each message's latency
-is the time its answer was read minus the send time in its body.  Kinds:
+Consumer: long-polls until every message arrived (or `slack_s` after the producer finished:
+the rest count as missing); each message's latency is the time its answer was read minus the
+send time in its body.  The store's timestamp of the message (mqstore's store_timestamp_ms,
+the millisecond of a Redis entry id) splits it, to the millisecond, in two legs on the wall
+clock: send → stored (the write path) and stored → read (the read path).  For mqstore the
+consumer also follows the indexer's notice stream (`GET /v1/notices`, as a notifier does) and
+splits each latency, on the monotonic clock, at the "advanced" line that first covered the
+message: send → noticed (writer, positions, indexer dispatch, notice batching) and noticed →
+read (the notifier: stream, wake-up, get, answer; and the consumer's parse).  Kinds:
 
     pull    mqstore notifier, one long-polled `GET .../queues/{q}/messages` loop per queue
             (max 32 messages, wait 1 s), as RocketMQ's push consumer pulls each queue
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import dataclasses
 import json
 import time
@@ -46,7 +54,7 @@ WAIT_MS = 1000
 COMMIT_INTERVAL_S = 5.0
 STREAMS = [f"Latency:{queue_id}" for queue_id in range(QUEUES)]
 TOPIC = "Latency"
-HEADER_BYTES = 34
+HEADER_BYTES = 55
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +65,16 @@ class Spec:
     rate_per_s: int
     count: int
     warmup_count: int
-    deadline_s: float
+    slack_s: float
+    """How long after the producer's last answer the consumer still waits for messages."""
     writer_url: str = ""
+    indexer_url: str = ""
     notifier_url: str = ""
     redis_port: int = 0
 
 
 def stamped(seq: int, send_ns: int) -> bytes:
-    header = b"%012d %020d " % (seq, send_ns)
+    header = b"%012d %020d %020d " % (seq, send_ns, time.time_ns())
     assert len(header) == HEADER_BYTES
     return header + BODY[HEADER_BYTES:]
 
@@ -136,6 +146,40 @@ class Sender:
             await self._close()
 
 
+class NoticeProbe:
+    """Follows the indexer's notice stream; when did a queue's "advanced" line first cover
+    an offset?"""
+
+    def __init__(self) -> None:
+        self.advanced: dict[int, tuple[list[int], list[int]]] = {}
+        """queue id: (next offsets, monotonic ns the line arrived), in stream order."""
+
+    async def follow(self, indexer_url: str) -> None:
+        async with aiohttp.ClientSession() as session, \
+                session.get(f"{indexer_url}/v1/notices") as answer:
+            while line := await answer.content.readline():
+                arrived_ns = time.monotonic_ns()
+                notice = json.loads(line)
+                if notice["type"] != "advanced":
+                    continue
+                for topic, queue_id, next_offset in notice["queues"]:
+                    if topic == TOPIC:
+                        offsets, times = self.advanced.setdefault(queue_id, ([], []))
+                        offsets.append(next_offset)
+                        times.append(arrived_ns)
+
+    def split_ms(self, places: list[tuple[int, int, int, int]]) -> list[tuple[float, float]]:
+        """(send → noticed, noticed → received) in ms of each message the stream covered."""
+        split = []
+        for queue_id, queue_offset, send_ns, received_ns in places:
+            offsets, times = self.advanced.get(queue_id, ([], []))
+            index = bisect.bisect_right(offsets, queue_offset)
+            if index < len(offsets):
+                split.append(((times[index] - send_ns) / 1e6,
+                              (received_ns - times[index]) / 1e6))
+        return split
+
+
 class Receiver:
     """Latency of every message as it arrives; duplicates counted, not measured twice."""
 
@@ -143,24 +187,37 @@ class Receiver:
         self.spec = spec
         self.latency_ns: dict[int, int] = {}
         self.duplicates = 0
+        self.legs_ms: dict[int, tuple[float, float]] = {}
+        self.places: dict[int, tuple[int, int, int, int]] = {}
+        """seq: (queue id, queue offset, send ns, received ns), for the notice split."""
         self.all_in = asyncio.Event()
         self.stopping = False
 
-    def received(self, body: bytes, received_ns: int) -> None:
-        seq, send_ns = int(body[:12]), int(body[13:33])
+    def received(self, body: bytes, received_ns: int, *, stored_ms: int,
+                 received_wall_ns: int, queue_id: int = -1, queue_offset: int = -1) -> None:
+        seq, send_ns, send_wall_ns = int(body[:12]), int(body[13:33]), int(body[34:54])
         if seq in self.latency_ns:
             self.duplicates += 1
             return
         self.latency_ns[seq] = received_ns - send_ns
+        self.legs_ms[seq] = (stored_ms - send_wall_ns / 1e6, received_wall_ns / 1e6 - stored_ms)
+        self.places[seq] = (queue_id, queue_offset, send_ns, received_ns)
         if len(self.latency_ns) == self.spec.count:
             self.all_in.set()
 
-    def result(self) -> dict[str, Any]:
-        measured = [ns / 1e6 for seq, ns in self.latency_ns.items()
-                    if seq >= self.spec.warmup_count]
-        return {"received": len(self.latency_ns), "duplicates": self.duplicates,
+    def result(self, probe: NoticeProbe | None) -> dict[str, Any]:
+        seqs = [seq for seq in self.latency_ns if seq >= self.spec.warmup_count]
+        measured = [self.latency_ns[seq] / 1e6 for seq in seqs]
+        legs = [self.legs_ms[seq] for seq in seqs]
+        split = [] if probe is None else probe.split_ms([self.places[seq] for seq in seqs])
+        return {"missing": self.spec.count - len(self.latency_ns),
+                "to_notice_ms": harness.percentiles([a for a, _ in split]) if split else [],
+                "after_notice_ms": harness.percentiles([b for _, b in split]) if split else [],
+                "duplicates": self.duplicates,
                 "measured": len(measured),
-                "latency_ms": harness.percentiles(measured, (50, 99, 100)) if measured else []}
+                "latency_ms": harness.percentiles(measured, (50, 99, 100)) if measured else [],
+                "write_leg_ms": harness.percentiles([w for w, _ in legs]) if legs else [],
+                "read_leg_ms": harness.percentiles([r for _, r in legs]) if legs else []}
 
 
 def consume_main(spec: Spec, connection: Connection) -> None:
@@ -174,12 +231,17 @@ async def _consume(spec: Spec, connection: Connection) -> dict[str, Any]:
     receiver = Receiver(spec)
     loops = {"pull": _pull_loops, "group": _group_loop, "xread": _xread_loop}[spec.consumer]
     ready = asyncio.Event()
+    probe = NoticeProbe() if spec.indexer_url else None
+    probing = None if probe is None else asyncio.create_task(probe.follow(spec.indexer_url))
     task = asyncio.create_task(loops(spec, receiver, ready))
     await ready.wait()
     connection.send("ready")
     all_in = asyncio.create_task(receiver.all_in.wait())
-    await asyncio.wait({all_in, task}, timeout=spec.deadline_s,
-                       return_when=asyncio.FIRST_COMPLETED)  # a timeout shows as received < count
+    produced = asyncio.create_task(asyncio.to_thread(connection.recv))  # "producer done"
+    await asyncio.wait({all_in, task, produced}, return_when=asyncio.FIRST_COMPLETED)
+    if produced.done():  # stragglers get `slack_s`; what is still out then counts as missing
+        await asyncio.wait({all_in, task}, timeout=spec.slack_s,
+                           return_when=asyncio.FIRST_COMPLETED)
     if task.done():
         task.result()  # the loops end only by failing: raise that here
     receiver.stopping = True  # each loop ends after its poll in progress (at most WAIT_MS)
@@ -187,7 +249,11 @@ async def _consume(spec: Spec, connection: Connection) -> dict[str, Any]:
     done, _ = await asyncio.wait({task}, timeout=WAIT_MS / 1000 + 5)
     if not done:
         task.cancel()
-    return receiver.result()
+    await produced
+    if probing is not None:
+        probing.cancel()
+        await asyncio.gather(probing, return_exceptions=True)
+    return receiver.result(probe)
 
 
 async def _pull_loops(spec: Spec, receiver: Receiver, ready: asyncio.Event) -> None:
@@ -199,11 +265,14 @@ async def _pull_loops(spec: Spec, receiver: Receiver, ready: asyncio.Event) -> N
             params = {"offset": offset, "max_messages": PULL_MESSAGES_MAX, "wait_ms": wait_ms}
             async with session.get(url, params=params) as answer:
                 data = await answer.read()
-            received_ns = time.monotonic_ns()
+            received_ns, received_wall_ns = time.monotonic_ns(), time.time_ns()
             assert answer.status == 200, data
             document = json.loads(data)
             for message in document["messages"]:
-                receiver.received(base64.b64decode(message["body_base64"]), received_ns)
+                receiver.received(base64.b64decode(message["body_base64"]), received_ns,
+                                  stored_ms=message["store_timestamp_ms"],
+                                  received_wall_ns=received_wall_ns, queue_id=queue_id,
+                                  queue_offset=message["queue_offset"])
             return int(document["next_offset"])
 
         offsets = [await pull(queue_id, 0, 0) for queue_id in range(QUEUES)]
@@ -223,9 +292,12 @@ async def _group_loop(spec: Spec, receiver: Receiver, ready: asyncio.Event) -> N
         committed_s = time.monotonic()
         while not receiver.stopping:
             messages = await consumer.poll(max_messages=POLL_MESSAGES_MAX, wait_ms=WAIT_MS)
-            received_ns = time.monotonic_ns()
+            received_ns, received_wall_ns = time.monotonic_ns(), time.time_ns()
             for message in messages:
-                receiver.received(message.body, received_ns)
+                receiver.received(message.body, received_ns,
+                                  stored_ms=message.store_timestamp_ms,
+                                  received_wall_ns=received_wall_ns,
+                                  queue_id=message.queue_id, queue_offset=message.queue_offset)
             if time.monotonic() - committed_s >= COMMIT_INTERVAL_S:
                 await consumer.commit()
                 committed_s = time.monotonic()
@@ -239,10 +311,12 @@ async def _xread_loop(spec: Spec, receiver: Receiver, ready: asyncio.Event) -> N
         ready.set()
         while not receiver.stopping:
             answer = await client.xread(last_ids, count=POLL_MESSAGES_MAX, block=WAIT_MS)
-            received_ns = time.monotonic_ns()
+            received_ns, received_wall_ns = time.monotonic_ns(), time.time_ns()
             for stream, entries in answer or []:
-                for _, fields in entries:
-                    receiver.received(fields[b"b"], received_ns)
+                for entry_id, fields in entries:
+                    receiver.received(fields[b"b"], received_ns,
+                                      stored_ms=int(entry_id.split(b"-")[0]),
+                                      received_wall_ns=received_wall_ns)
                 last_ids[stream.decode()] = entries[-1][0]
     finally:
         await client.aclose()

@@ -50,7 +50,7 @@ def test_http_latency(tmp_path: Path) -> None:
     rows = {row["consumer"]: row for row in document["rows"]}
     assert set(rows) == {"pull", "group", "xread"}
     for row in rows.values():
-        assert row["lost"] == 0, row
+        assert row["missing"] == 0, row
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"], row
         assert row["cpu_share"]["producer"] > 0, row
     assert {"writer", "indexer", "notifier"} <= set(rows["pull"]["cpu_share"])
