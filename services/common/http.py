@@ -83,6 +83,10 @@ def error_middleware(log: logging.Logger) -> Any:
             headers = {"Allow": error.headers["Allow"]} if "Allow" in error.headers else None
             return error_response(error.status, http.HTTPStatus(error.status).name,
                                   _reason(request, error), headers=headers)
+        except ConnectionResetError:
+            # The client went away mid-request (or the server is closing its connections on
+            # shutdown): nobody is left to answer, and it is not a server error to log.
+            raise
         except Exception:
             log.exception("request failed", extra={"method": request.method,
                                                    "path": request.path})
