@@ -93,12 +93,17 @@ class MqstoreServices:
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self._ports[name]}"
 
+    @property
+    def data_dir(self) -> Path:
+        assert self._directory is not None, "not started"
+        return self._directory / "data"
+
     def start(self) -> None:
         assert self._directory is None, "already started"
         self._directory = Path(tempfile.mkdtemp(prefix="mqstore-bench-"))
         self._ports = {name: free_port() for name in START_ORDER}
         common = {"host": "127.0.0.1", "log_level": "warning", "event_loop": self._event_loop}
-        config = {"data_dir": str(self._directory / "data"), "store": self._store,
+        config = {"data_dir": str(self.data_dir), "store": self._store,
                   "writer": {**common, "port": self._ports["writer"], **self._writer},
                   "indexer": {**common, "port": self._ports["indexer"]},
                   "notifier": {**common, "port": self._ports["notifier"],
