@@ -4,7 +4,7 @@
                                            [--redis-cases NAME ...] [--flush async sync]
                                            [--event-loops uvloop asyncio] [--with-indexer]
 
-Defaults take about 6 minutes (18 cases × 3 runs × ~7 s).  The writer runs as a separate
+Defaults take about 7 minutes (18 cases × 3 runs × ~8 s).  The writer runs as a separate
 process (`mqstore writer --config FILE`, access log off; it never dispatches: in a pod the
 indexer builds the queues, and `--with-indexer` runs that process beside it); the load comes
 from asyncio clients on uvloop in this process over keep-alive connections to 127.0.0.1.
