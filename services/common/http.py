@@ -32,6 +32,7 @@ NotReady = Callable[[], str | None]
 """Returns None when ready, else why not."""
 
 JSON_MEDIA_TYPE = "application/json"
+CLIENT_CLOSED_REQUEST = 499
 
 
 class ServiceError(Exception):
@@ -84,9 +85,13 @@ def error_middleware(log: logging.Logger) -> Any:
             return error_response(error.status, http.HTTPStatus(error.status).name,
                                   _reason(request, error), headers=headers)
         except ConnectionResetError:
-            # The client went away mid-request (or the server is closing its connections on
-            # shutdown): nobody is left to answer, and it is not a server error to log.
-            raise
+            # The client went away mid-request (or shutdown closed its connection while its
+            # body was still arriving): not a server error.  499 (nginx's "client closed
+            # request") is what the metrics count; nobody is left to read it.
+            log.debug("client went away", extra={"method": request.method,
+                                                  "path": request.path})
+            return error_response(CLIENT_CLOSED_REQUEST, "CLIENT_CLOSED_REQUEST",
+                                  "the connection was reset before the request was answered")
         except Exception:
             log.exception("request failed", extra={"method": request.method,
                                                    "path": request.path})
