@@ -17,6 +17,7 @@ queues), and read in bulk through a numpy structured view.
 
 from __future__ import annotations
 
+import os
 import struct
 
 import numpy as np
@@ -79,3 +80,30 @@ class ConsumeQueueFile(MappedFile):
         count = int(invalid[0]) if invalid.size else len(view)
         del view, valid
         return count * ENTRY_SIZE_BYTES
+
+
+def entries_below_in_file(path: os.PathLike[str], below_physical: int, *, first_index: int,
+                   slots: int) -> int:
+    """How many leading entries of the file are written (size ≠ 0) and start below the
+    bound, searching from `first_index` (known to qualify up to there).  One 20-byte pread
+    per step: log2(slots) of them, never a read of the whole file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return first_index  # deleted meanwhile, or not created yet
+    try:
+        low, high = first_index, slots  # [0, low) qualify; [high, slots) do not
+        while low < high:
+            middle = (low + high) // 2
+            raw = os.pread(fd, ENTRY_SIZE_BYTES, middle * ENTRY_SIZE_BYTES)
+            if len(raw) < ENTRY_SIZE_BYTES:
+                high = middle
+                continue
+            physical_offset, size, _ = ENTRY.unpack(raw)
+            if size != 0 and (size == FILLER_SIZE or physical_offset < below_physical):
+                low = middle + 1
+            else:
+                high = middle
+        return low
+    finally:
+        os.close(fd)

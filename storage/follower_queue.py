@@ -27,7 +27,13 @@ import os
 from collections.abc import Callable
 
 from .consume_queue import ConsumeQueue
-from .consume_queue_file import ENTRY, ENTRY_SIZE_BYTES, FILLER_SIZE, ConsumeQueueFile
+from .consume_queue_file import (
+    ENTRY,
+    ENTRY_SIZE_BYTES,
+    FILLER_SIZE,
+    ConsumeQueueFile,
+    entries_below_in_file,
+)
 from .errors import StoreFormatError
 from .mapped_file import offset_file_name, parse_offset_file_name
 
@@ -137,9 +143,10 @@ class FollowerQueue(ConsumeQueue):
         known = position
         while True:
             start = position - position % self.file_size_bytes
-            count = _entries_below(self.directory / offset_file_name(start), below_physical,
-                                   first_index=(position - start) // ENTRY_SIZE_BYTES,
-                                   slots=self.file_size_bytes // ENTRY_SIZE_BYTES)
+            count = entries_below_in_file(self.directory / offset_file_name(start),
+                                          below_physical,
+                                          first_index=(position - start) // ENTRY_SIZE_BYTES,
+                                          slots=self.file_size_bytes // ENTRY_SIZE_BYTES)
             position = start + count * ENTRY_SIZE_BYTES
             if count * ENTRY_SIZE_BYTES < self.file_size_bytes:
                 break
@@ -209,30 +216,3 @@ def _pread_entry(path: os.PathLike[str], position: int) -> bytes | None:
     finally:
         os.close(fd)
     return raw if len(raw) == ENTRY_SIZE_BYTES else None
-
-
-def _entries_below(path: os.PathLike[str], below_physical: int, *, first_index: int,
-                   slots: int) -> int:
-    """How many leading entries of the file are written (size ≠ 0) and start below the
-    bound, searching from `first_index` (known to qualify up to there).  One 20-byte pread
-    per step: log2(slots) of them, never a read of the whole file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return first_index  # deleted meanwhile, or not created yet
-    try:
-        low, high = first_index, slots  # [0, low) qualify; [high, slots) do not
-        while low < high:
-            middle = (low + high) // 2
-            raw = os.pread(fd, ENTRY_SIZE_BYTES, middle * ENTRY_SIZE_BYTES)
-            if len(raw) < ENTRY_SIZE_BYTES:
-                high = middle
-                continue
-            physical_offset, size, _ = ENTRY.unpack(raw)
-            if size != 0 and (size == FILLER_SIZE or physical_offset < below_physical):
-                low = middle + 1
-            else:
-                high = middle
-        return low
-    finally:
-        os.close(fd)

@@ -19,10 +19,9 @@ come first) and unwritten slots (all zero) follow them.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
-from .consume_queue_file import ENTRY, ENTRY_SIZE_BYTES
+from .consume_queue_file import ENTRY_SIZE_BYTES, entries_below_in_file
 from .consume_queues import CONSUME_QUEUE_DIRECTORY
 from .mapped_file import parse_offset_file_name
 
@@ -61,23 +60,7 @@ def _queue_next_offset(directory: Path, below_physical: int, file_size_bytes: in
 def _entries_below(path: Path, below_physical: int, file_size_bytes: int) -> int:
     """How many leading entries of the file are written and below the bound."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        slots = min(path.stat().st_size, file_size_bytes) // ENTRY_SIZE_BYTES
     except FileNotFoundError:  # retention removed it meanwhile
         return 0
-    try:
-        slots = min(os.fstat(fd).st_size, file_size_bytes) // ENTRY_SIZE_BYTES
-        low, high = 0, slots  # entries [0, low) qualify; [high, slots) do not
-        while low < high:
-            middle = (low + high) // 2
-            raw = os.pread(fd, ENTRY_SIZE_BYTES, middle * ENTRY_SIZE_BYTES)
-            if len(raw) < ENTRY_SIZE_BYTES:
-                high = middle
-                continue
-            physical_offset, size, _ = ENTRY.unpack(raw)
-            if size != 0 and physical_offset < below_physical:
-                low = middle + 1
-            else:
-                high = middle
-        return low
-    finally:
-        os.close(fd)
+    return entries_below_in_file(path, below_physical, first_index=0, slots=slots)
