@@ -83,7 +83,7 @@ class ConsumeQueueFile(MappedFile):
 
 
 def entries_below_in_file(path: os.PathLike[str], below_physical: int, *, first_index: int,
-                   slots: int) -> int:
+                          slots: int) -> int:
     """How many leading entries of the file are written (size ≠ 0) and start below the
     bound, searching from `first_index` (known to qualify up to there).  One 20-byte pread
     per step: log2(slots) of them, never a read of the whole file."""
