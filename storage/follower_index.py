@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .errors import IndexFileFormatError
 from .index_file import IndexFile, index_file_size_bytes, parse_index_file_name
-from .index_service import index_key
+from .index_service import search_files
 
 
 class FollowerIndex:
@@ -39,25 +39,9 @@ class FollowerIndex:
         `IndexService.query`: files newest first, stopping after one older than begin_ms)."""
         if max_results < 1:
             raise ValueError(f"max_results={max_results} must be at least 1")
-        results_max = min(max_results, self.query_results_max)
-        wanted = index_key(topic=topic, key=key)
-        found: set[int] = set()
-        rejected: set[int] = set()
-        for index_file in reversed(self._files()):
-            if index_file.overlaps_time_range(begin_ms=begin_ms, end_ms=end_ms):
-                for position in index_file.candidates(wanted, begin_ms=begin_ms,
-                                                      end_ms=end_ms):
-                    if position in found or position in rejected:
-                        continue
-                    if key_matches(position):
-                        found.add(position)
-                        if len(found) >= results_max:
-                            return sorted(found)
-                    else:
-                        rejected.add(position)
-            if index_file.begin_timestamp_ms < begin_ms:
-                break
-        return sorted(found)
+        return search_files(self._files(), topic=topic, key=key, begin_ms=begin_ms,
+                            end_ms=end_ms, results_max=min(max_results, self.query_results_max),
+                            key_matches=key_matches)
 
     def _files(self) -> list[IndexFile]:
         """A fresh header view of every index file present now, oldest first."""

@@ -183,27 +183,12 @@ class IndexService:
         """
         if max_results < 1:
             raise ValueError(f"max_results={max_results} must be at least 1")
-        results_max = min(max_results, self.query_results_max)
-        wanted = index_key(topic=topic, key=key)
-        found: set[int] = set()
-        rejected: set[int] = set()
         with self._lock:
             self._check_usable()
-            for index_file in reversed(self._files):
-                if index_file.overlaps_time_range(begin_ms=begin_ms, end_ms=end_ms):
-                    for physical_offset in index_file.candidates(wanted, begin_ms=begin_ms,
-                                                                 end_ms=end_ms):
-                        if physical_offset in found or physical_offset in rejected:
-                            continue  # a message indexed twice, or one key of many
-                        if key_matches(physical_offset):
-                            found.add(physical_offset)
-                            if len(found) >= results_max:
-                                return sorted(found)
-                        else:
-                            rejected.add(physical_offset)
-                if index_file.begin_timestamp_ms < begin_ms:
-                    break
-        return sorted(found)
+            return search_files(self._files, topic=topic, key=key, begin_ms=begin_ms,
+                                end_ms=end_ms,
+                                results_max=min(max_results, self.query_results_max),
+                                key_matches=key_matches)
 
     @property
     def file_paths(self) -> list[Path]:
@@ -272,3 +257,30 @@ class IndexService:
         if self._closed:
             raise StoreClosedError(f"{self.directory}: the index service is closed")
         assert self._loaded, "load() the index service before using it"
+
+
+def search_files(files: Sequence[IndexFile], *, topic: str, key: str, begin_ms: int,
+                 end_ms: int, results_max: int, key_matches: Callable[[int], bool]
+                 ) -> list[int]:
+    """The exact key search over `files` (oldest first), shared by the writer-side service
+    and the notifier's read-only view: files newest first, only those overlapping
+    [begin_ms, end_ms], stopping after the first that begins before `begin_ms`; every
+    candidate checked with `key_matches`, so a hash collision is never returned."""
+    wanted = index_key(topic=topic, key=key)
+    found: set[int] = set()
+    rejected: set[int] = set()
+    for index_file in reversed(files):
+        if index_file.overlaps_time_range(begin_ms=begin_ms, end_ms=end_ms):
+            for physical_offset in index_file.candidates(wanted, begin_ms=begin_ms,
+                                                         end_ms=end_ms):
+                if physical_offset in found or physical_offset in rejected:
+                    continue  # a message indexed twice, or one key of many
+                if key_matches(physical_offset):
+                    found.add(physical_offset)
+                    if len(found) >= results_max:
+                        return sorted(found)
+                else:
+                    rejected.add(physical_offset)
+        if index_file.begin_timestamp_ms < begin_ms:
+            break
+    return sorted(found)
