@@ -15,6 +15,9 @@ command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # Redis Streams: the peer the benchmarks in bench/ measure beside mqstore, in the same run.
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# Prometheus and promtool: the observability test scrapes the services with a real Prometheus
+# and checks the chart's alert rules with promtool (Debian's package ships both).
+{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
 if ((${#missing[@]})); then
     echo "setup: installing Debian packages: ${missing[*]}"
     apt-get update -q
