@@ -26,6 +26,7 @@ from .reads import GetResult, GetStatus, NoRecordError
 from .record import SysFlag
 from .recovery import RecoveryMode, RecoveryReport
 from .roles import BrokerRole
+from .stats import StoreStats
 from .store import MessageStore
 from .topic import validate_topic
 
@@ -56,6 +57,7 @@ __all__ = [
     "StoreError",
     "StoreFormatError",
     "StoreLockedError",
+    "StoreStats",
     "StoredMessage",
     "SysFlag",
     "TopicNameError",

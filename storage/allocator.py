@@ -11,6 +11,7 @@ import collections
 import errno
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -37,6 +38,8 @@ class SegmentAllocator:
         self._condition = threading.Condition()
         self._closed = False
         self.segments_created_total = 0
+        self.create_seconds_total = 0.0
+        """Wall time spent in `CommitLogSegment.create` (written by the thread, see stats.py)."""
         self._thread = threading.Thread(target=self._run, name="mqstore-allocator", daemon=True)
         self._thread.start()
 
@@ -97,6 +100,7 @@ class SegmentAllocator:
                 future = self._pending.get(start_position)
             if future is None or not future.set_running_or_notify_cancel():
                 continue
+            started_s = time.perf_counter()
             try:
                 segment = CommitLogSegment.create(
                     self._directory, start_position=start_position,
@@ -113,5 +117,6 @@ class SegmentAllocator:
                     wrapped = SegmentCreateError(f"creating segment {start_position}: {error}")
                 future.set_exception(wrapped)
             else:
+                self.create_seconds_total += time.perf_counter() - started_s
                 self.segments_created_total += 1
                 future.set_result(segment)

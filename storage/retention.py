@@ -41,14 +41,21 @@ OnDiskFull = Callable[[str | None], None]
 """Called with the reason writes are refused, or None when they may resume."""
 
 
-def disk_used_ratio(path: Path) -> float:
-    """used / (used + available to us), rounded up to 1% as RocketMQ does."""
+def disk_usage_bytes(path: Path) -> tuple[int, int]:
+    """(used, capacity) of the file system under `path`, capacity = used + available to us
+    (blocks reserved for root count for neither: we can never fill them)."""
     stats = os.statvfs(path)
     used = (stats.f_blocks - stats.f_bfree) * stats.f_frsize
     available = stats.f_bavail * stats.f_frsize
-    if used + available == 0:
+    return used, used + available
+
+
+def disk_used_ratio(path: Path) -> float:
+    """used / (used + available to us), rounded up to 1% as RocketMQ does."""
+    used, capacity = disk_usage_bytes(path)
+    if capacity == 0:
         return 0.0
-    return math.ceil(100 * used / (used + available)) / 100
+    return math.ceil(100 * used / capacity) / 100
 
 
 def is_delete_hour(now: datetime.datetime, hours: tuple[int, ...]) -> bool:
@@ -71,6 +78,7 @@ class RetentionService(ServiceThread):
         self._on_min_position = on_min_position
         self._disk_usage = disk_usage
         self.segments_deleted_total = 0
+        self.bytes_deleted_total = 0
         self.disk_used_ratio = 0.0
 
     def run_once(self) -> None:
@@ -104,6 +112,7 @@ class RetentionService(ServiceThread):
 
     def _after_delete(self, removed: list[CommitLogSegment]) -> None:
         self.segments_deleted_total += len(removed)
+        self.bytes_deleted_total += sum(segment.size_bytes for segment in removed)
         minimum = self._queue.min_position
         log.info("retention deleted %d segments; the log now starts at %d", len(removed),
                  minimum)

@@ -37,6 +37,8 @@ class SegmentQueue:
         """Store time of the newest record known synced: the checkpoint's physic time."""
         self._commit_lock = threading.Lock()
         self._flush_lock = threading.Lock()
+        self.syncs_total = 0
+        """Segment syncs that moved the flushed position (see stats.py)."""
 
     def load(self) -> list[CommitLogSegment]:
         """Open every segment file in position order (positions set to full; recovery
@@ -153,9 +155,12 @@ class SegmentQueue:
                 segment = self.find(self.flushed_where) if self.segments else None
                 if segment is None:
                     break
-                moved_any |= segment.flush(
+                moved = segment.flush(
                     pages_min=pages_min, end_position=None if end_position is None
                     else end_position - segment.start_position)
+                if moved:
+                    self.syncs_total += 1
+                moved_any |= moved
                 self.flushed_where = segment.start_position + segment.flushed_position
                 if segment.flushed_position < segment.size_bytes:
                     break

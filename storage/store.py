@@ -36,6 +36,7 @@ from .retention import RetentionService
 from .roles import BrokerRole
 from .service_thread import ServiceThread
 from .startup import OpenedStore, open_directory
+from .stats import StoreStats
 from .store_reads import StoreReads
 
 log = logging.getLogger(__name__)
@@ -282,6 +283,19 @@ class MessageStore(StoreReads):
         """Syncs of the group commit (none under async flush) and the fillers it wrote."""
         syncs = self._group_commit.syncs_total if self._group_commit is not None else 0
         return GroupCommitStats(syncs, *self._commitlog.padding_totals)
+
+    @property
+    def stats(self) -> StoreStats:
+        """Running totals of preallocation, syncs, retention and this open's recovery."""
+        allocator, retention = self._allocator, self._retention
+        return StoreStats(
+            segments_preallocated_total=allocator.segments_created_total,
+            preallocation_seconds_total=allocator.create_seconds_total,
+            flush_syncs_total=self._queue.syncs_total,
+            retention_deleted_segments_total=retention.segments_deleted_total,
+            retention_deleted_bytes_total=retention.bytes_deleted_total,
+            recovery_mode=self.recovery_report.mode,
+            recovery_truncated_bytes=self.recovery_report.truncated_bytes)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         return self._commitlog.queue_offsets.get((topic, queue_id), 0)

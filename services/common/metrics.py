@@ -1,8 +1,9 @@
 """Prometheus plumbing shared by the services: a registry per app, gauges read at scrape time.
 
 Counters and histograms are updated on the request path (once per request, never per
-message).  Gauges that mirror the store (positions, lags, pool, segments, disk) cost nothing
-between scrapes: `CallbackGauges` reads them when Prometheus asks.  Names follow Prometheus
+message).  Gauges that mirror the store (positions, lags, pool, segments, disk) and counters
+the engine already keeps (syncs, preallocations, deletions) cost nothing between scrapes:
+`CallbackMetrics` reads them when Prometheus asks.  Names follow Prometheus
 conventions: `mqstore_` prefix, base units as suffixes (`_bytes`, `_seconds`, `_ratio`),
 `_total` on counters.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 LabelValues = tuple[str, ...]
@@ -33,39 +34,53 @@ class GaugeSpec:
     labels: tuple[str, ...] = ()
 
 
-class CallbackGauges(Collector):
-    """A collector whose gauges are computed by callbacks at scrape time."""
+@dataclasses.dataclass(frozen=True)
+class CounterSpec(GaugeSpec):
+    """A counter read at scrape time: `read` returns a running total kept elsewhere (by the
+    engine), which only grows while the process lives.  The name ends in `_total`."""
+
+    def __post_init__(self) -> None:
+        assert self.name.endswith("_total"), f"counter {self.name} must end in _total"
+
+
+def _family(spec: GaugeSpec) -> GaugeMetricFamily | CounterMetricFamily:
+    kind = CounterMetricFamily if isinstance(spec, CounterSpec) else GaugeMetricFamily
+    return kind(spec.name, spec.documentation, labels=spec.labels)
+
+
+class CallbackMetrics(Collector):
+    """A collector whose gauges and counters are computed by callbacks at scrape time."""
 
     def __init__(self, specs: Sequence[GaugeSpec]) -> None:
         names = [spec.name for spec in specs]
-        assert len(set(names)) == len(names), f"duplicate gauge names in {names}"
+        assert len(set(names)) == len(names), f"duplicate metric names in {names}"
         self._specs = tuple(specs)
 
-    def describe(self) -> Iterator[GaugeMetricFamily]:
+    def describe(self) -> Iterator[Metric]:
         for spec in self._specs:
-            yield GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels or None)
+            yield _family(spec)
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         for spec in self._specs:
             value = spec.read()
             if value is None:
                 continue
+            family = _family(spec)
             if not spec.labels:
                 assert not isinstance(value, Mapping)
-                yield GaugeMetricFamily(spec.name, spec.documentation, value=value)
-                continue
-            assert isinstance(value, Mapping)
-            family = GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels)
-            for label_values, number in value.items():
-                family.add_metric(list(label_values), number)
+                family.add_metric([], value)
+            else:
+                assert isinstance(value, Mapping)
+                for label_values, number in value.items():
+                    family.add_metric(list(label_values), number)
             yield family
 
 
-def new_registry(gauges: Sequence[GaugeSpec] = ()) -> CollectorRegistry:
+def new_registry(specs: Sequence[GaugeSpec] = ()) -> CollectorRegistry:
     """A registry of its own (two apps in one test process must not share series)."""
     registry = CollectorRegistry()
-    if gauges:
-        registry.register(CallbackGauges(gauges))
+    if specs:
+        registry.register(CallbackMetrics(specs))
     return registry
 
 

@@ -11,9 +11,22 @@
     mqstore_segments                                commit log segment files
     mqstore_log_bytes                               wrote - min: the retained log
     mqstore_disk_used_ratio                         of the volume, as retention measures it
+    mqstore_volume_used_bytes                       used bytes of the volume's file system
+    mqstore_volume_capacity_bytes                   used + available to the broker
     mqstore_dispatch_behind_bytes                   in-process dispatch only (absent when off)
     mqstore_store_failed                            1 once a failed sync stopped the store
+    mqstore_segments_preallocated_total             segment files created at full size
+    mqstore_preallocation_seconds_total             time spent creating them
+    mqstore_flush_syncs_total                       segment syncs that moved the flushed mark
+    mqstore_retention_deleted_segments_total        segments retention deleted
+    mqstore_retention_deleted_bytes_total           their bytes
+    mqstore_recoveries_total{mode}                  this open's recovery: 1 for its mode
+                                                    (empty, normal, abnormal, full), 0 else
+    mqstore_recovery_truncated_bytes_total          tail bytes that recovery cut off
     mqstore_replication_*                           see replication_status.py
+
+The counters are the engine's own totals (storage/stats.py), read at scrape time; they count
+since the process opened the store, so a restart resets them as Prometheus expects.
 
 The writer reads its watermarks from the store itself; the `positions` file publishes the
 same values for other processes (the indexer).
@@ -26,9 +39,15 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
-from mqstore.services.common.metrics import GaugeSpec, GaugeValue, new_registry, timing_middleware
-from mqstore.storage import MessageStore, PutStatus
-from mqstore.storage.retention import disk_used_ratio
+from mqstore.services.common.metrics import (
+    CounterSpec,
+    GaugeSpec,
+    GaugeValue,
+    new_registry,
+    timing_middleware,
+)
+from mqstore.storage import MessageStore, PutStatus, RecoveryMode
+from mqstore.storage.retention import disk_usage_bytes, disk_used_ratio
 
 from .replication_follower import ReplicationClient
 from .replication_status import replication_gauges
@@ -67,10 +86,48 @@ def store_gauges(store: MessageStore) -> list[GaugeSpec]:
                   lambda: store.wrote_position - store.min_position),
         GaugeSpec("mqstore_disk_used_ratio", "Used fraction of the store's volume.",
                   lambda: disk_used_ratio(store.directory)),
+        GaugeSpec("mqstore_volume_used_bytes", "Used bytes of the store volume's file system.",
+                  lambda: disk_usage_bytes(store.directory)[0]),
+        GaugeSpec("mqstore_volume_capacity_bytes",
+                  "Used bytes plus the bytes still available to the store.",
+                  lambda: disk_usage_bytes(store.directory)[1]),
         GaugeSpec("mqstore_dispatch_behind_bytes", "Log bytes not yet in consume queues.",
                   dispatch_behind),
         GaugeSpec("mqstore_store_failed", "1 once the store stopped after a failed sync.",
                   lambda: float(store.failure is not None)),
+    ]
+
+
+def store_counters(store: MessageStore) -> list[GaugeSpec]:
+    """The engine's running totals (one `stats` copy per scrape would do; each counter reads
+    its own to keep the specs independent, the copy costs a few attribute reads)."""
+
+    def recoveries() -> GaugeValue:
+        mode = store.stats.recovery_mode
+        return {(each.value,): float(each is mode) for each in RecoveryMode}
+
+    return [
+        CounterSpec("mqstore_segments_preallocated_total",
+                    "Commit log segment files created at full size.",
+                    lambda: store.stats.segments_preallocated_total),
+        CounterSpec("mqstore_preallocation_seconds_total",
+                    "Time spent creating segment files (file, mapping, warm-up).",
+                    lambda: store.stats.preallocation_seconds_total),
+        CounterSpec("mqstore_flush_syncs_total",
+                    "Commit log segment syncs that moved the flushed position.",
+                    lambda: store.stats.flush_syncs_total),
+        CounterSpec("mqstore_retention_deleted_segments_total",
+                    "Commit log segments deleted by retention.",
+                    lambda: store.stats.retention_deleted_segments_total),
+        CounterSpec("mqstore_retention_deleted_bytes_total",
+                    "Commit log bytes deleted by retention.",
+                    lambda: store.stats.retention_deleted_bytes_total),
+        CounterSpec("mqstore_recoveries_total",
+                    "Recoveries at open, by mode (1 for this process's open).", recoveries,
+                    labels=("mode",)),
+        CounterSpec("mqstore_recovery_truncated_bytes_total",
+                    "Commit log tail bytes recovery cut off at open.",
+                    lambda: store.stats.recovery_truncated_bytes),
     ]
 
 
@@ -79,7 +136,7 @@ class WriterMetrics:
 
     def __init__(self, store: MessageStore, *, follower: ReplicationClient | None = None
                  ) -> None:
-        self.registry = new_registry([*store_gauges(store),
+        self.registry = new_registry([*store_gauges(store), *store_counters(store),
                                       *replication_gauges(store, follower)])
         self.put_requests = Counter("mqstore_put_requests_total",
                                     "Put requests answered, by route and HTTP code.",

@@ -18,8 +18,10 @@ written counts, committed or not).  A follower knows its master's end only from 
 (sent when the master is idle) and the frames since: `master_position` and `lag_bytes` are
 null until the first heartbeat.
 
-Series (a master's; a follower's):
+Series (every writer's; a master's; a follower's):
 
+    mqstore_replication_role{role}                    1 for this writer's role (async_master,
+                                                      sync_master, follower), 0 for the others
     mqstore_replication_followers                     connected followers
     mqstore_replication_lag_bytes{follower}           per connected follower
     mqstore_commitlog_position_bytes{watermark="replicated"}   highest confirmed position
@@ -34,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from mqstore.services.common.metrics import GaugeSpec, GaugeValue
-from mqstore.storage import MessageStore
+from mqstore.storage import BrokerRole, MessageStore
 
 from .replication_follower import ReplicationClient
 
@@ -65,8 +67,12 @@ def replication_status(store: MessageStore, client: ReplicationClient | None) ->
 
 def replication_gauges(store: MessageStore, client: ReplicationClient | None) -> list[GaugeSpec]:
     """The gauges above (the latency histogram is the writer metrics' own)."""
+    roles: GaugeValue = {(role.value,): float(role is store.config.role) for role in BrokerRole}
+    role = GaugeSpec("mqstore_replication_role", "1 for this writer's replication role.",
+                     lambda: roles, labels=("role",))
     if client is not None:
         return [
+            role,
             GaugeSpec("mqstore_replication_connected", "1 while connected to the master.",
                       lambda: float(client.state.connected)),
             GaugeSpec("mqstore_replication_master_lag_bytes",
@@ -75,7 +81,7 @@ def replication_gauges(store: MessageStore, client: ReplicationClient | None) ->
         ]
     progress = store.replication.progress
     if progress is None:
-        return []
+        return [role]
 
     def lags() -> GaugeValue:
         end = store.replication.log_end_position
@@ -83,6 +89,7 @@ def replication_gauges(store: MessageStore, client: ReplicationClient | None) ->
                 for follower in progress.followers()}
 
     return [
+        role,
         GaugeSpec("mqstore_replication_followers", "Connected followers.",
                   lambda: len(progress.followers())),
         GaugeSpec("mqstore_replication_lag_bytes",
