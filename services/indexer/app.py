@@ -50,7 +50,8 @@ def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings) -> w
     state = IndexerState()
     registry = new_registry(_gauges(indexer, hub))
     registry.register(_HubCounters(hub))
-    streams = Counter("mqstore_notice_streams_opened", "Notice streams opened by notifiers.",
+    streams = Counter("mqstore_notice_streams_opened_total",
+                      "Notice streams opened by notifiers.",
                       registry=registry)
     heartbeat_s = settings.notice_heartbeat_interval_ms / 1000
 
@@ -136,12 +137,12 @@ class _HubCounters(Collector):
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         hub = self._hub
-        yield CounterMetricFamily("mqstore_notice_lines_sent",
+        yield CounterMetricFamily("mqstore_notice_lines_sent_total",
                                   "Notice lines written to subscribers (one per subscriber).",
                                   value=hub.lines_sent_total)
-        yield CounterMetricFamily("mqstore_notices_sent",
+        yield CounterMetricFamily("mqstore_notices_sent_total",
                                   "Queue advances sent (one per queue per line).",
                                   value=hub.queues_noticed_total)
-        yield CounterMetricFamily("mqstore_notice_subscribers_dropped",
+        yield CounterMetricFamily("mqstore_notice_subscribers_dropped_total",
                                   "Subscribers disconnected for falling behind.",
                                   value=hub.subscribers_dropped_total)

@@ -24,7 +24,7 @@ from mqstore.storage.follower import Follower
 
 from .answers import message_json
 from .held import HeldPullsFullError
-from .metrics import STATUS_KEY
+from .metrics import STATUS_KEY, held_marker
 from .pulls import Puller, committed_or_min
 from .requests import (
     TIMESTAMP_MS_MAX,
@@ -68,7 +68,8 @@ class NotifierHandlers:
                 default=default, setting=setting))
         tags = tags_of(request.query.get("tags"))
         document = await self._held(self._puller.pull_queue(
-            topic, queue_id, offset, max_messages=max_messages, tags=tags, wait_ms=wait_ms))
+            topic, queue_id, offset, max_messages=max_messages, tags=tags, wait_ms=wait_ms,
+            on_hold=held_marker(request)))
         request[STATUS_KEY] = document["status"]
         return json_response(document)
 
@@ -87,7 +88,8 @@ class NotifierHandlers:
         committed = self._stored(lambda: self._offsets.fetch(group, topic))
         start = committed_or_min(self._follower, topic, given=given, committed=committed)
         document = await self._held(self._puller.poll_group(
-            topic, start_offset=start, max_messages=max_messages, tags=tags, wait_ms=wait_ms))
+            topic, start_offset=start, max_messages=max_messages, tags=tags, wait_ms=wait_ms,
+            on_hold=held_marker(request)))
         request[STATUS_KEY] = "FOUND" if document["messages"] else "EMPTY"
         return json_response({"group": group, "topic": topic, **document})
 

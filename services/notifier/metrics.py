@@ -3,7 +3,8 @@
     mqstore_pull_requests_total{endpoint, status}   pulls and polls answered: the get status
                                                     (FOUND, OFFSET_OVERFLOW_ONE, ...; a group
                                                     poll: FOUND or EMPTY), or HTTP_<code>
-    mqstore_pull_latency_seconds{endpoint}          request time, holds included, histogram
+    mqstore_pull_latency_seconds{endpoint, held}    request time, holds included, histogram;
+                                                    held="true" if the pull waited for data
     mqstore_pull_held_requests                      pulls waiting right now
     mqstore_pull_wakeups_total{cause}               held pulls woken: notice, refresh,
                                                     timeout, shutdown
@@ -34,6 +35,16 @@ LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 NOTICE_TYPES = ("snapshot", "advanced", "heartbeat")
 STATUS_KEY = web.RequestKey("pull_status", str)
 """Where a pull handler leaves the status the middleware counts."""
+HELD_KEY = web.RequestKey("pull_held", bool)
+"""Set once a pull waited: its latency is then the producers' pace, not the notifier's."""
+
+
+def held_marker(request: web.Request) -> Callable[[], None]:
+    """What a pull calls when it starts waiting: marks `request` as held for the metrics."""
+    def mark() -> None:
+        request[HELD_KEY] = True
+
+    return mark
 
 
 class NotifierMetrics:
@@ -57,7 +68,8 @@ class NotifierMetrics:
         self.pulls = Counter("mqstore_pull_requests_total", "Pulls answered, by final status.",
                              ["endpoint", "status"], registry=self.registry)
         self.latency = Histogram("mqstore_pull_latency_seconds",
-                                 "Pull handling time, holds included.", ["endpoint"],
+                                 "Pull handling time, holds included; held: it waited.",
+                                 ["endpoint", "held"],
                                  buckets=LATENCY_BUCKETS_S, registry=self.registry)
         wakeups = Counter("mqstore_pull_wakeups_total", "Held pulls woken, by cause.",
                           ["cause"], registry=self.registry)
@@ -81,7 +93,8 @@ class NotifierMetrics:
 
         def observe(name: str, seconds: float, request: web.Request,
                     response: web.StreamResponse) -> None:
-            latency.labels(endpoint=name).observe(seconds)
+            held = "true" if request.get(HELD_KEY, False) else "false"
+            latency.labels(endpoint=name, held=held).observe(seconds)
             status = request.get(STATUS_KEY) or f"HTTP_{response.status}"
             pulls.labels(endpoint=name, status=status).inc()
 
