@@ -5,7 +5,9 @@ message).  Gauges that mirror the store (positions, lags, pool, segments, disk) 
 the engine already keeps (syncs, preallocations, deletions) cost nothing between scrapes:
 `CallbackMetrics` reads them when Prometheus asks.  Names follow Prometheus
 conventions: `mqstore_` prefix, base units as suffixes (`_bytes`, `_seconds`, `_ratio`),
-`_total` on counters.
+`_total` on counters.  The `_created` series prometheus_client would add to every counter and
+histogram are turned off: Prometheus's text format ingests them as gauges of their own (twice
+the series, named like neither), and nothing here reads them.
 """
 
 from __future__ import annotations
@@ -16,9 +18,16 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    disable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 LabelValues = tuple[str, ...]
 GaugeValue = float | None | Mapping[LabelValues, float]
