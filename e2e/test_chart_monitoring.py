@@ -66,6 +66,14 @@ def test_everything_renders_with_the_api_and_the_values(helm: Kube) -> None:
             if doc["kind"] in MONITOR_KINDS} == {"monitoring-test"}
 
 
+def test_a_kind_qualified_api_version_is_enough(helm: Kube) -> None:
+    """A real cluster announces both monitoring.coreos.com/v1 and .../v1/<Kind>; a user's
+    `helm template --api-versions` may give either."""
+    for kind in sorted(MONITOR_KINDS):
+        docs = _render(helm, "--api-versions", f"{MONITORING_API}/{kind}", "--set", ALL_ON)
+        assert [doc["kind"] for doc in docs if doc["kind"] in MONITOR_KINDS] == [kind]
+
+
 def test_dashboard_config_maps_carry_the_label_and_the_files(helm: Kube) -> None:
     docs = _render(helm, "--set", "dashboards.enabled=true",
                    "--set", "dashboards.annotations.grafana_folder=mqstore")
