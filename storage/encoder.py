@@ -1,4 +1,9 @@
-"""`MessageEncoder`: a `Message` to unstamped record bytes, outside the put lock.
+"""`MessageEncoder`: a `Message` checked outside the put lock; `write_record` under it.
+
+`prepare` does everything that does not depend on where the record lands (checks, CRC,
+sizes, the cached topic tail); `write_record` packs the head with the offsets and times
+straight into the segment (or pool buffer) and copies body and tail after it: no record is
+assembled in a temporary buffer and copied again.
 
 Everything that can be wrong with a message is found here and raised as
 `MessageIllegalError` with the reason (the put path returns MESSAGE_ILLEGAL).  This is the
@@ -18,7 +23,15 @@ from .hosts import parse_host
 from .message import Message
 from .padding import PADDING_TOPIC, PADDING_TOPIC_BYTES
 from .properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, encode_properties
+from .record import WritableBuffer
 from .topic import validate_topic
+
+PreparedRecord = tuple[record.RecordLayout, int, int, int, int, int, tuple[bytes, int], bytes,
+                       bytes, tuple[bytes, int]]
+"""A checked message, ready to write under the put lock: (layout, record size, body CRC,
+queue id, flag, born time in ms or -1 for "the store time", born host, body, tail (topic
+and properties, length-prefixed), store host).  A tuple, not a class: the put path makes
+one per message and unpacks it by position."""
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 CACHE_ENTRIES_MAX = 4096
@@ -43,21 +56,23 @@ class MessageEncoder:
                          for born_v6 in (False, True) for v2 in (False, True)}
         self._topic_tails: dict[str, tuple[bytes, bool]] = {}
         self._born_hosts: dict[str, tuple[bytes, int]] = {}
+        self._common_tails: dict[bytes, bytes] = {}
+        """Topic tail → topic tail + empty properties (the common message's whole tail)."""
 
     def encode(self, message: Message) -> tuple[bytes, int]:
         """Return (record bytes, offset of STORETIMESTAMP within them), with QUEUEOFFSET,
-        PHYSICALOFFSET and STORETIMESTAMP 0 for the put path to stamp under its lock."""
-        parts: list[bytes] = []
-        _, store_timestamp_offset = self.encode_into(parts, message, _time_ns() // 1_000_000,
-                                                     0, 0, 0)
-        return b"".join(parts), store_timestamp_offset
+        PHYSICALOFFSET and STORETIMESTAMP 0: the record `write_record` would write."""
+        prepared = self.prepare(message)
+        encoded = bytearray(prepared[1])
+        born_ms = prepared[5]
+        write_record(encoded, 0, prepared, queue_offset=0, physical_offset=0,
+                     store_timestamp_ms=0, born_timestamp_ms=_time_ns() // 1_000_000
+                     if born_ms < 0 else born_ms)
+        return bytes(encoded), prepared[0].store_timestamp_offset
 
-    def encode_into(self, parts: list[bytes], message: Message, now_ms: int, queue_offset: int,
-                    physical_offset: int, store_timestamp_ms: int) -> tuple[int, int]:
-        """Append the record's pieces to `parts` (a batch joins them all at once); return
-        (record size, offset of STORETIMESTAMP).  `now_ms` is the born time when the
-        message has none; the last three are written as given (0, or a batch's prediction
-        of where it will land).  The head is packed in `record.RECORD_FIELDS` order."""
+    def prepare(self, message: Message) -> PreparedRecord:
+        """Check `message` and return what the put path writes for it under its lock (see
+        `PreparedRecord`); raises `MessageIllegalError` with the reason."""
         cached = self._topic_tails.get(message.topic)
         topic_tail, v2 = cached if cached is not None else self._topic_tail(message.topic)
         body = message.body
@@ -75,24 +90,27 @@ class MessageEncoder:
         if flag and (type(flag) is not int or not INT32_MIN <= flag <= INT32_MAX):
             raise MessageIllegalError(f"flag={flag!r} must be a 32-bit int")
         born_ms = message.born_timestamp_ms
-        if born_ms is None:
-            born_ms = now_ms
         if (message.properties is None and message.tags is None and not message.keys
                 and message.born_host is None):
-            properties_tail = _EMPTY_PROPERTIES_TAIL  # the common message: no per-field work
-            born_host = store_host = self.store_host
+            # The common message: no per-field work; topic + empty properties are one tail.
             layout = self._layouts[self._store_v6, v2]
-        else:
-            properties_tail, born_host, layout = self._uncommon_fields(message, v2=v2)
-            store_host = self.store_host
-        head = layout.head
-        size = head.size + body_size + len(topic_tail) + len(properties_tail)
-        parts += (head.pack(size, layout.magic, _crc32(body) & 0x7FFFFFFF, queue_id, flag,
-                            queue_offset, physical_offset, layout.host_sysflag, born_ms,
-                            born_host[0], born_host[1], store_timestamp_ms, store_host[0],
-                            store_host[1], 0, 0, body_size),
-                  body, topic_tail, properties_tail)
-        return size, layout.store_timestamp_offset
+            tail = self._common_tails.get(topic_tail)
+            if tail is None:
+                tail = self._common_tail(topic_tail)
+            return (layout, layout.head.size + body_size + len(tail), _crc32(body) & 0x7FFFFFFF,
+                    queue_id, flag, -1 if born_ms is None else born_ms, self.store_host, body,
+                    tail, self.store_host)
+        properties_tail, born_host, layout = self._uncommon_fields(message, v2=v2)
+        tail = topic_tail + properties_tail
+        return (layout, layout.head.size + body_size + len(tail), _crc32(body) & 0x7FFFFFFF,
+                queue_id, flag, -1 if born_ms is None else born_ms, born_host, body, tail,
+                self.store_host)
+
+    def _common_tail(self, topic_tail: bytes) -> bytes:
+        if len(self._common_tails) >= CACHE_ENTRIES_MAX:
+            self._common_tails.clear()
+        tail = self._common_tails[topic_tail] = topic_tail + _EMPTY_PROPERTIES_TAIL
+        return tail
 
     def _uncommon_fields(self, message: Message, *, v2: bool
                          ) -> tuple[bytes, tuple[bytes, int], record.RecordLayout]:
@@ -152,6 +170,24 @@ class MessageEncoder:
                 self._born_hosts.clear()
             self._born_hosts[text] = host
         return host
+
+
+def write_record(target: WritableBuffer, position: int, prepared: PreparedRecord, *,
+                 queue_offset: int, physical_offset: int, store_timestamp_ms: int,
+                 born_timestamp_ms: int) -> int:
+    """Write a prepared record at `position` with its offsets and times; return its size.
+    (The single put inlines these three statements: see commitlog.py.)"""
+    layout, size, crc, queue_id, flag, _, born_host, body, tail, store_host = prepared
+    head = layout.head
+    head.pack_into(target, position, size, layout.magic, crc, queue_id, flag, queue_offset,
+                   physical_offset, layout.host_sysflag, born_timestamp_ms, born_host[0],
+                   born_host[1], store_timestamp_ms, store_host[0], store_host[1], 0, 0,
+                   len(body))
+    body_at = position + head.size
+    tail_at = body_at + len(body)
+    target[body_at:tail_at] = body
+    target[tail_at:position + size] = tail
+    return size
 
 
 def _coerce_body(body: object) -> bytes:

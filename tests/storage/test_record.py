@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 
-from mqstore.storage import Message, StoreConfig, record
+from mqstore.storage import Message, MessageStore, StoreConfig, record
 from mqstore.storage.config import parse_host
 from mqstore.storage.encoder import MessageEncoder
 from mqstore.storage.message import decode_stored
 from mqstore.storage.properties import encode_properties
 from mqstore.storage.record import LAYOUTS, RecordCheck, check_record, encode_record
+from mqstore.storage.startup import COMMITLOG_DIRECTORY
 
 V4_HOST = (bytes([10, 0, 0, 1]), 5555)
 V6_HOST = (bytes(15) + b"\x01", 10911)
@@ -154,3 +156,45 @@ def test_put_path_encoder_matches_the_reference_encoder(born_host: str | None,
                                   {"TAGS": "a", "KEYS": "k"}))
     assert encoded == reference
     assert store_timestamp_offset == layout.offsets["store_timestamp_ms"]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("born_host", [None, "10.0.0.1:5555", "[::1]:10911"])
+def test_put_path_writes_the_reference_record_in_place(tmp_path: Path, batch: bool,
+                                                       born_host: str | None) -> None:
+    """`put` and `put_batch` write the head straight into the segment (no temporary record):
+    every byte must equal the reference encoder's record with the put's stamps."""
+    config = StoreConfig.for_small_segments(1 << 20, store_host="[::1]:10911",
+                                            topic_size_bytes_max=255)
+    messages = [Message(topic, 7, b"payload-%d" % index, tags=tags, keys=keys, flag=-3,
+                        born_host=born_host, born_timestamp_ms=born_ms)
+                for index, (topic, tags, keys, born_ms) in enumerate([
+                    ("T", None, (), None), ("x" * 200, "a", ("k",), 1_700_000_000_123),
+                    ("T", "b", (), None)])]
+    with MessageStore.open(tmp_path / "store", config) as store:
+        results = (store.put_batch(messages) if batch
+                   else [store.put(message) for message in messages])
+    raw = (tmp_path / "store" / COMMITLOG_DIRECTORY / f"{0:020d}").read_bytes()
+    position = 0
+    for message, result in zip(messages, results, strict=True):
+        born = parse_host(born_host, setting="b") if born_host else (V6_HOST[0], 10911)
+        layout = LAYOUTS[len(born[0]) == 16, True, len(message.topic) > 127]
+        properties = {**({"TAGS": message.tags} if message.tags else {}),
+                      **({"KEYS": " ".join(message.keys)} if message.keys else {})}
+        written = raw[position:position + result.size_bytes]
+        born_at = layout.offsets["born_timestamp_ms"]
+        born_ms = int.from_bytes(written[born_at:born_at + 8], "big")
+        # No born time given: the put's clock reading, never after the store time.
+        assert born_ms == (message.born_timestamp_ms or born_ms) <= result.store_timestamp_ms
+        expected = bytearray(encode_record(
+            layout=layout, queue_id=7, flag=-3, sysflag=0, born_timestamp_ms=born_ms,
+            born_host=born, store_host=(V6_HOST[0], 10911), body=message.body,
+            topic=message.topic.encode(),
+            properties=encode_properties(properties) if properties else b""))
+        record.stamp_record(expected, 0,
+                            store_timestamp_offset=layout.store_timestamp_offset,
+                            queue_offset=result.queue_offset,
+                            physical_offset=result.physical_offset,
+                            store_timestamp_ms=result.store_timestamp_ms)
+        assert written == expected
+        position += result.size_bytes
