@@ -111,12 +111,10 @@ def dashboard(uid: str, title: str, description: str, items: list[dict[str, Any]
             "panels": layout(items)}
 
 
-def overview() -> dict[str, Any]:
-    s = sel()
-    wrote, committed = sel('watermark="wrote"'), sel('watermark="committed"')
-    indexer = sel('container="indexer"')
-    refused, http_failed = sel('status!="PUT_OK"'), sel('status=~"HTTP_.*"')
-    items = [
+def _overview_rate_and_disk() -> list[dict[str, Any]]:
+    """Traffic, durability and disk rows."""
+    s, wrote = sel(), sel('watermark="wrote"')
+    return [
         row("Traffic"),
         panel("Produce rate", "ops", [
             (f"sum by (status) (rate(mqstore_put_messages_total{s}{RATE}))", "{{status}}")],
@@ -160,6 +158,15 @@ def overview() -> dict[str, Any]:
              f" / (deriv(mqstore_volume_used_bytes{s}[1h]) > 0))", "{{pod}}")],
             description="Free bytes divided by the growth rate over the last hour; no "
                         "value while usage is flat or shrinking."),
+    ]
+
+
+def _overview_flow() -> list[dict[str, Any]]:
+    """Dispatch, replication and error rows."""
+    s, committed = sel(), sel('watermark="committed"')
+    indexer = sel('container="indexer"')
+    refused, http_failed = sel('status!="PUT_OK"'), sel('status=~"HTTP_.*"')
+    return [
         row("Dispatch and pulls"),
         panel("Dispatch lag", "bytes", [
             (f"max by (pod) (mqstore_dispatch_behind_bytes{indexer})", "indexer {{pod}}"),
@@ -209,6 +216,10 @@ def overview() -> dict[str, Any]:
             description="Put requests by HTTP code; pulls that failed before a get status "
                         "(HTTP_<code>)."),
     ]
+
+
+def overview() -> dict[str, Any]:
+    items = [*_overview_rate_and_disk(), *_overview_flow()]
     return dashboard("mqstore-overview", "mqstore / Broker overview",
                      "Produce and pull rates, latency, durability lags, disk, dispatch, "
                      "replication and errors of one broker.", items,
