@@ -79,8 +79,9 @@ class CommitLog:
         self.refused_reason: str | None = None
         """Set when the store stops accepting writes (closed, failed sync): every put then
         returns SERVICE_NOT_AVAILABLE with this reason."""
-        self.after_append: Callable[[], None] | None = None
-        """Called after each append outside the lock (the pool's commit-service wakeup)."""
+        self.after_append: Callable[[int], None] | None = None
+        """Called after each append, outside the lock, with the log's new end position (the
+        pool's commit-service wakeup; the position spares it reading the segment queue)."""
         self._put_lock = threading.Lock()
         self._put_lock_timeout_s = config.put_lock_timeout_ms / 1000
         self._active = queue.last
@@ -129,7 +130,7 @@ class CommitLog:
         finally:
             self._put_lock.release()
         if self.after_append is not None:
-            self.after_append()
+            self.after_append(physical_offset + size)
         return PutResult(_PUT_OK, physical_offset, queue_offset, store_timestamp_ms, size, "",
                          self.store_host_packed)
 
@@ -169,7 +170,8 @@ class CommitLog:
         finally:
             self._put_lock.release()
         if self.after_append is not None:
-            self.after_append()
+            last = results[-1]
+            self.after_append(last.physical_offset + last.size_bytes)
         return results
 
     def _encode_batch(self, messages: Sequence[Message],
@@ -310,7 +312,7 @@ class CommitLog:
             if store_timestamp_ms:
                 self._queue.last_store_timestamp_ms = store_timestamp_ms
         if self.after_append is not None:
-            self.after_append()
+            self.after_append(position + size_bytes)
         return position + size_bytes
 
     def _start_raw_segment(self, start_position: int) -> CommitLogSegment:
@@ -334,7 +336,7 @@ class CommitLog:
             record.write_blank(segment.write_target, segment.wrote_position, free)
             segment.wrote_position = segment.size_bytes
             if self.after_append is not None:
-                self.after_append()
+                self.after_append(segment.end_position)
         next_start = segment.end_position if segment is not None else self._queue.min_position
         self._active = self._start_segment(next_start)
         return self._active

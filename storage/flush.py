@@ -46,6 +46,7 @@ class CommitService(ServiceThread):
         self._config = config
         self._last_commit_ms = _monotonic_ms()
         self._due_bytes = max(1, config.commit_pages_min * PAGE_SIZE_BYTES)
+        self._segment_size_bytes = queue.segment_size_bytes
         self.on_committed: Callable[[], None] | None = None
         """Called after a commit moved bytes into the files (the replication sender's wakeup:
         with the pool on, readers see only committed bytes)."""
@@ -62,29 +63,27 @@ class CommitService(ServiceThread):
                 self.on_committed()
         self.wait_for_running(config.commit_interval_ms)
 
-    def wake_if_due(self) -> None:
-        """After an append: wake the service only once `commit_pages_min` pages wait (it
-        commits no sooner anyway).  A wakeup per append cost each put a thread switch (the
-        service takes the GIL only to find too little to commit), and a producer that
-        commits on demand (sync replication) leaves nothing for it at all."""
-        queue = self._queue
-        wrote, committed = queue.wrote_position, queue.committed_where
+    def wake_if_due(self, end_position: int) -> None:
+        """After an append ending at `end_position`: wake the service only once
+        `commit_pages_min` pages wait (it commits no sooner anyway).  A wakeup per append
+        cost each put a thread switch (the service takes the GIL only to find too little to
+        commit), and a producer that commits on demand (sync replication) leaves nothing for
+        it at all."""
+        committed = self._queue.committed_where
         # Also when a segment filled (rolled): its buffer goes back to the pool only once
         # it is committed to the end, and the next roll may need it.
-        if wrote - committed >= self._due_bytes or \
-                committed < wrote - wrote % queue.segment_size_bytes:
+        if end_position - committed >= self._due_bytes or \
+                committed < end_position - end_position % self._segment_size_bytes:
             self.wakeup()
 
-    def wake_if_rolled(self) -> None:
+    def wake_if_rolled(self, end_position: int) -> None:
         """After an append on a sync master, whose sender commits on demand before every
         read (replication.py): wake the service only for a filled segment (its buffer goes
         back to the pool once committed to the end).  Woken for due pages as well, it
         committed beside the sender, contending for the commit lock and the GIL: measured,
         the sync-master p99 at 16 connections rose by a third.  With no follower reading,
         its `commit_interval_ms` pass commits (and such puts are SLAVE_NOT_AVAILABLE)."""
-        queue = self._queue
-        wrote, committed = queue.wrote_position, queue.committed_where
-        if committed < wrote - wrote % queue.segment_size_bytes:
+        if self._queue.committed_where < end_position - end_position % self._segment_size_bytes:
             self.wakeup()
 
     def commit_now(self, *, notify: bool = True) -> bool:

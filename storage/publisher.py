@@ -13,12 +13,15 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec
 
 from .config import StoreConfig
 from .pool import TransientStorePool
 from .segment_queue import SegmentQueue
 from .service_thread import FatalHandler, ServiceThread
 from .watermarks import PositionsFile
+
+P = ParamSpec("P")
 
 POSITIONS_FILE = "positions"
 
@@ -39,14 +42,14 @@ def positions_snapshot(queue: SegmentQueue, pool: TransientStorePool | None) -> 
     return snapshot
 
 
-def chain(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+def chain(first: Callable[P, None] | None, second: Callable[P, None]) -> Callable[P, None]:
     """One hook that calls both (the put path has a single `after_append`)."""
     if first is None:
         return second
 
-    def both() -> None:
-        first()
-        second()
+    def both(*arguments: P.args, **keywords: P.kwargs) -> None:
+        first(*arguments, **keywords)
+        second(*arguments, **keywords)
 
     return both
 

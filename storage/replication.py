@@ -59,7 +59,8 @@ class Replication:
             self._commit_service.on_committed = chain(self._commit_service.on_committed,
                                                       listener)
         if self._commit_service is None or self._commit_on_read is not None:
-            self._commitlog.after_append = chain(self._commitlog.after_append, listener)
+            self._commitlog.after_append = chain(self._commitlog.after_append,
+                                                 lambda _end_position: listener())
 
     def read_log(self, position: int, *, size_bytes_max: int) -> bytes:
         """Whole records from `position` (a record boundary) to at most `size_bytes_max`

@@ -163,6 +163,11 @@ class MessageStore(StoreReads):
         """The writer service's replication server (masters) or client (follower) uses it."""
         if self._transfer is not None:
             self._services.append(self._transfer)
+        if not self._acks.waits:
+            # Nothing to wait for (async flush, no sync replication): the put is the commit
+            # log's, without this class's frame (a fifth of a ~2.7 µs put, measured).
+            self.put = self._commitlog.put  # type: ignore[method-assign]
+            self.put_batch = self._commitlog.put_batch  # type: ignore[method-assign]
         self._update_refusal()
 
     def _start_publisher(self) -> None:
@@ -170,7 +175,8 @@ class MessageStore(StoreReads):
                                        snapshot=positions_snapshot(self._queue, self.pool),
                                        recovered_end_position=self.max_position,
                                        on_fatal=self._on_fatal)
-        self._commitlog.after_append = chain(self._commitlog.after_append, publisher.wakeup)
+        self._commitlog.after_append = chain(self._commitlog.after_append,
+                                             lambda _end_position: publisher.wakeup())
         self._services.append(publisher)
 
     def close(self) -> None:
