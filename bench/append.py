@@ -11,9 +11,9 @@ Limits, measured first and again last (the VM's disk is noisy; both are printed)
 
 Engine cases: single put and put_batch(32), async flush, pool off and on; sync flush (group
 commit) with 1, 16 and 64 concurrent producers, pool off and on, twice: as OS threads
-calling the blocking `put`, and as asyncio tasks awaiting `store.submit` in one thread (how
-the writer service will run concurrent requests).  With threads, every group commit wakes
-each producer through the GIL, and that handoff, not the disk, bounds the rate.
+calling the blocking `put`, and as asyncio tasks in one thread awaiting `put_callback`'s
+acknowledgement (how the writer service runs concurrent requests).  With threads, every group
+commit wakes each producer through the GIL, and that handoff, not the disk, bounds the rate.
 
 Each figure is the median of `--runs` runs (min–max beside it); ratios are against the raw
 loop's median from the same run.  Segments are 256 MiB, preallocated the default way;
@@ -36,7 +36,8 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from mqstore.storage import FlushMode, Message, MessageStore, StoreConfig
+from mqstore.services.writer.completions import LoopCompletions
+from mqstore.storage import FlushMode, Message, MessageStore, PutResult, StoreConfig
 
 BODY = bytes(range(256)) * 4
 HEADER = struct.Struct(">iiiiiqqiq8sq8siqi")
@@ -106,18 +107,23 @@ def _open(directory: Path, *, flush: FlushMode, pool: bool) -> MessageStore:
 
 def engine_asyncio(directory: Path, count: int, *, pool: bool, producers: int) -> float:
     """Sync flush with `producers` asyncio tasks in one thread, as the writer service runs
-    its concurrent requests: each awaits `store.submit` (completed by the group commit)."""
+    its concurrent requests: each puts with `store.put_callback` and awaits a future that
+    the group commit completes through `LoopCompletions` (one loop wakeup per group)."""
     store = _open(directory, flush=FlushMode.SYNC, pool=pool)
     per_producer = count // producers
 
-    async def produce(queue_id: int) -> None:
+    async def produce(completions: LoopCompletions, queue_id: int) -> None:
         message = Message("Bench", queue_id, BODY)
         for _ in range(per_producer):
-            result = await asyncio.wrap_future(store.submit(message))
+            acknowledged: asyncio.Future[PutResult]
+            acknowledged, deliver = completions.future()
+            store.put_callback(message, deliver)
+            result = await acknowledged
             assert result.ok, result
 
     async def run_all() -> None:
-        await asyncio.gather(*(produce(q) for q in range(producers)))
+        completions = LoopCompletions(asyncio.get_running_loop())
+        await asyncio.gather(*(produce(completions, q) for q in range(producers)))
 
     started = time.perf_counter()
     asyncio.run(run_all())

@@ -93,16 +93,25 @@ class PutAcknowledger:
         """A future of `value`, completed once the results are acknowledged (at once if there
         is nothing to wait for), from whichever thread finishes last."""
         future: Future[T] = Future()
+        self.then(results, lambda: future.set_result(value))
+        return future
+
+    def then(self, results: list[PutResult], on_done: Callable[[], None]) -> None:
+        """Call `on_done` once the results are acknowledged: at once if there is nothing to
+        wait for, else from whichever thread finishes last (the group commit's, or the one
+        that took a follower's confirmation)."""
         if not self.waits or not results or results[-1].status is not PutStatus.PUT_OK:
-            future.set_result(value)
-            return future
+            on_done()
+            return
+        if self._replica is None:
+            assert self._flush is not None
+            self._flush.submit(results, on_done)  # no join for one part
+            return
         parts = (self._flush is not None) + (self._replica is not None)
-        join = _Join(results, parts=parts, resolve=lambda: future.set_result(value))
-        if self._replica is not None:
-            self._replica.submit(results, join.arrive)
+        join = _Join(results, parts=parts, resolve=on_done)
+        self._replica.submit(results, join.arrive)
         if self._flush is not None:
             self._flush.submit(results, lambda: join.arrive(None))
-        return future
 
 
 class _Join:

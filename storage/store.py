@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -237,6 +238,22 @@ class MessageStore(StoreReads):
         """`put_batch` without blocking; see `submit`."""
         results = self._commitlog.put_batch(messages)
         return self._acks.submit(results, results)
+
+    def put_callback(self, message: Message, callback: Callable[[PutResult], None]) -> None:
+        """`submit` without a future, for event loops at high rates: `callback(result)` runs
+        once the put is acknowledged, on the acknowledging thread (the group commit's, or
+        the one that took a follower's confirmation), or before this returns when nothing
+        waits.  It must be cheap and must not block: hand the result to the loop (the
+        writer service wakes its loop once per group commit, not once per put).  A
+        concurrent future and its asyncio wrapper cost more than the put itself."""
+        result = self._commitlog.put(message)
+        self._acks.then([result], partial(callback, result))
+
+    def put_batch_callback(self, messages: Sequence[Message],
+                           callback: Callable[[list[PutResult]], None]) -> None:
+        """`put_batch` without blocking; see `put_callback`."""
+        results = self._commitlog.put_batch(messages)
+        self._acks.then(results, partial(callback, results))
 
     @property
     def put_waits(self) -> bool:

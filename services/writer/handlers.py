@@ -2,10 +2,11 @@
 
 Under async flush on an async master a put is a copy into memory (microseconds), so the views
 call the store directly on the event loop.  When a put waits (`store.put_waits`: sync flush, or
-a sync master waiting for a follower's confirmation) they call `store.submit`/`submit_batch`
-and await the future, which the group commit completes from its thread after the sync, or the
-replication server on this loop when a follower confirms: the loop never waits on fsync or on
-the network, and many requests share one sync and one frame.  A follower's writer refuses
+a sync master waiting for a follower's confirmation) they call `store.put_callback` /
+`put_batch_callback` and await a future that the group commit completes from its thread after
+the sync (completions.py: one loop wakeup per group), or the replication server on this loop
+when a follower confirms: the loop never waits on fsync or on the network, and many requests
+share one sync and one frame.  A follower's writer refuses
 every produce request (403) before reading its body.  The put itself can still wait on
 the loop, boundedly: for a segment roll (`allocate_wait_ms`) or a pool buffer
 (`pool_borrow_timeout_ms`).
@@ -30,6 +31,7 @@ from mqstore.services.common.wire import (
 )
 from mqstore.storage import BrokerRole, Message, MessageStore, PutResult, PutStatus
 
+from .completions import LoopCompletions
 from .metrics import WriterMetrics
 from .requests import (
     MessageRules,
@@ -54,7 +56,9 @@ class WriterHandlers:
         self._metrics = metrics
         self._rules = MessageRules(store.config, settings)
         self._sync = store.put_waits
-        """Sync flush or sync master: await `submit` (the loop never blocks on the wait)."""
+        """Sync flush or sync master: await the acknowledgement (the loop never blocks)."""
+        self._completions: LoopCompletions | None = None
+        """Made on the first waiting put, on the serving loop."""
         self._master = master if store.config.role is BrokerRole.FOLLOWER else None
         """A follower's master (its writer refuses produce requests), else None."""
 
@@ -123,10 +127,18 @@ class WriterHandlers:
         stored.  A batch's results share one status (the store is all or nothing)."""
         store = self._store
         if self._sync:
+            if self._completions is None:
+                self._completions = LoopCompletions(asyncio.get_running_loop())
+            one: asyncio.Future[PutResult]
+            batch: asyncio.Future[list[PutResult]]
             if len(messages) == 1:
-                results = [await asyncio.wrap_future(store.submit(messages[0]))]
+                one, deliver_one = self._completions.future()
+                store.put_callback(messages[0], deliver_one)
+                results = [await one]
             else:
-                results = await asyncio.wrap_future(store.submit_batch(messages))
+                batch, deliver_batch = self._completions.future()
+                store.put_batch_callback(messages, deliver_batch)
+                results = await batch
         else:
             results = [store.put(messages[0])] if len(messages) == 1 else \
                 store.put_batch(messages)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -83,17 +82,17 @@ def test_unconfirmed_sync_is_202_and_says_so(store_dir: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """FLUSH_DISK_TIMEOUT as the acknowledger reports it: written, sync not seen in time."""
     with MessageStore.open(store_dir, small_config(flush_mode=FlushMode.SYNC)) as store:
-        submit = store.submit
+        put_callback = store.put_callback
 
-        def late_submit(message: Message) -> Future[PutResult]:
-            result = submit(message).result()
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
-            result.reason = "not synced within 5000 ms (sync_flush_timeout_ms)"
-            future: Future[PutResult] = Future()
-            future.set_result(result)
-            return future
+        def late_put(message: Message, callback: Callable[[PutResult], None]) -> None:
+            def mark_late(result: PutResult) -> None:
+                result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                result.reason = "not synced within 5000 ms (sync_flush_timeout_ms)"
+                callback(result)
 
-        monkeypatch.setattr(store, "submit", late_submit)
+            put_callback(message, mark_late)
+
+        monkeypatch.setattr(store, "put_callback", late_put)
 
         async def scenario() -> tuple[int, dict[str, object]]:
             async with writer_client(store) as client:

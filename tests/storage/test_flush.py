@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.storage import FlushMode, Message, MessageStore, PutStatus
+from mqstore.storage import FlushMode, Message, MessageStore, PutResult, PutStatus
 from mqstore.storage.lockfile import AbortMarker
 from tests.conftest import small_config
 
@@ -136,6 +136,34 @@ def test_submit_completes_after_the_sync_and_bridges_to_asyncio(store_dir: Path)
             return await asyncio.gather(*(produce(q) for q in range(8)))
 
         assert asyncio.run(main()) == [list(range(23))] * 8
+
+
+def test_put_callback_runs_after_the_sync_or_at_once_when_nothing_waits(
+        store_dir: Path, tmp_path: Path) -> None:
+    """Sync flush: the callback runs on the group commit's thread, after the sync, with the
+    put's result; async flush: before `put_callback` returns."""
+    with MessageStore.open(store_dir, small_config(flush_mode=FlushMode.SYNC)) as store:
+        seen: list[tuple[object, int, str]] = []
+        done = threading.Event()
+
+        def on_done(result: object) -> None:
+            seen.append((result, store.flushed_position, threading.current_thread().name))
+            done.set()
+
+        store.put_callback(Message("C", 0, b"one"), on_done)
+        assert done.wait(5)
+        (result, flushed, thread_name), = seen
+        assert isinstance(result, PutResult) and result.status is PutStatus.PUT_OK
+        assert flushed >= result.physical_offset + result.size_bytes
+        assert thread_name != threading.current_thread().name
+        batches: list[list[PutResult]] = []
+        store.put_batch_callback([Message("C", 0, b"two")] * 3, batches.append)
+        assert _wait_until(lambda: batches)
+        assert [r.queue_offset for r in batches[0]] == [1, 2, 3]
+    with MessageStore.open(tmp_path / "async", small_config()) as store:
+        answers: list[PutResult] = []
+        store.put_callback(Message("C", 0, b"now"), answers.append)
+        assert [r.status for r in answers] == [PutStatus.PUT_OK]
 
 
 def test_submit_times_out_with_flush_disk_timeout(store_dir: Path,
