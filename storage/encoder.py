@@ -56,8 +56,8 @@ class MessageEncoder:
                          for born_v6 in (False, True) for v2 in (False, True)}
         self._topic_tails: dict[str, tuple[bytes, bool]] = {}
         self._born_hosts: dict[str, tuple[bytes, int]] = {}
-        self._common_tails: dict[bytes, bytes] = {}
-        """Topic tail → topic tail + empty properties (the common message's whole tail)."""
+        self._common: dict[str, tuple[record.RecordLayout, bytes, int]] = {}
+        """Topic → what `prepare` needs for a message with no properties or born host."""
 
     def encode(self, message: Message) -> tuple[bytes, int]:
         """Return (record bytes, offset of STORETIMESTAMP within them), with QUEUEOFFSET,
@@ -73,8 +73,6 @@ class MessageEncoder:
     def prepare(self, message: Message) -> PreparedRecord:
         """Check `message` and return what the put path writes for it under its lock (see
         `PreparedRecord`); raises `MessageIllegalError` with the reason."""
-        cached = self._topic_tails.get(message.topic)
-        topic_tail, v2 = cached if cached is not None else self._topic_tail(message.topic)
         body = message.body
         if type(body) is not bytes:
             body = _coerce_body(body)
@@ -90,27 +88,35 @@ class MessageEncoder:
         if flag and (type(flag) is not int or not INT32_MIN <= flag <= INT32_MAX):
             raise MessageIllegalError(f"flag={flag!r} must be a 32-bit int")
         born_ms = message.born_timestamp_ms
+        store_host = self.store_host
         if (message.properties is None and message.tags is None and not message.keys
                 and message.born_host is None):
-            # The common message: no per-field work; topic + empty properties are one tail.
-            layout = self._layouts[self._store_v6, v2]
-            tail = self._common_tails.get(topic_tail)
-            if tail is None:
-                tail = self._common_tail(topic_tail)
-            return (layout, layout.head.size + body_size + len(tail), _crc32(body) & 0x7FFFFFFF,
-                    queue_id, flag, -1 if born_ms is None else born_ms, self.store_host, body,
-                    tail, self.store_host)
+            # The common message: layout, whole tail and fixed size come from one lookup.
+            common = self._common.get(message.topic)
+            if common is None:
+                common = self._common_entry(message.topic)
+            layout, tail, fixed_size_bytes = common
+            return (layout, fixed_size_bytes + body_size, _crc32(body) & 0x7FFFFFFF, queue_id,
+                    flag, -1 if born_ms is None else born_ms, store_host, body, tail, store_host)
+        cached = self._topic_tails.get(message.topic)
+        topic_tail, v2 = cached if cached is not None else self._topic_tail(message.topic)
         properties_tail, born_host, layout = self._uncommon_fields(message, v2=v2)
         tail = topic_tail + properties_tail
         return (layout, layout.head.size + body_size + len(tail), _crc32(body) & 0x7FFFFFFF,
                 queue_id, flag, -1 if born_ms is None else born_ms, born_host, body, tail,
-                self.store_host)
+                store_host)
 
-    def _common_tail(self, topic_tail: bytes) -> bytes:
-        if len(self._common_tails) >= CACHE_ENTRIES_MAX:
-            self._common_tails.clear()
-        tail = self._common_tails[topic_tail] = topic_tail + _EMPTY_PROPERTIES_TAIL
-        return tail
+    def _common_entry(self, topic: object) -> tuple[record.RecordLayout, bytes, int]:
+        """(layout, topic + empty properties tail, record size without the body) of a
+        message with only a topic, queue and body; the topic is checked on the way."""
+        topic_tail, v2 = self._topic_tail(topic)
+        layout = self._layouts[self._store_v6, v2]
+        tail = topic_tail + _EMPTY_PROPERTIES_TAIL
+        if len(self._common) >= CACHE_ENTRIES_MAX:
+            self._common.clear()
+        assert isinstance(topic, str)
+        entry = self._common[topic] = (layout, tail, layout.head.size + len(tail))
+        return entry
 
     def _uncommon_fields(self, message: Message, *, v2: bool
                          ) -> tuple[bytes, tuple[bytes, int], record.RecordLayout]:

@@ -99,7 +99,7 @@ RECORD_FIELDS: tuple[Field, ...] = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RecordLayout:
     """The byte layout for one (born host family, store host family, version) combination.
 
