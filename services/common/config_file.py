@@ -103,10 +103,15 @@ class WriterSettings(ServiceSettings):
     access_log_enabled: bool = False
     """One log line per request.  Off: at 10k requests/s it would cost more than the put."""
 
+    put_requests_in_flight_max: int = 4096
+    """Put requests served at once (most wait for a group commit under sync flush); one
+    more gets 503 SYSTEM_BUSY with Retry-After before its body is read.  RocketMQ bounds
+    the same queue at 10,000 (`sendThreadPoolQueueCapacity`)."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
-                     "retry_after_s"):
+                     "retry_after_s", "put_requests_in_flight_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
 

@@ -20,6 +20,7 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.storage import MessageStore
 
+from .admission import Admission
 from .handlers import WriterHandlers
 from .metrics import WriterMetrics
 from .openapi import writer_openapi
@@ -50,9 +51,12 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
                               master=follower.settings.master if follower else "")
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
-    # including the errors the error middleware shapes.
+    # including the errors the error middleware shapes (admission's 503 among them).
+    admission = Admission(limit=settings.put_requests_in_flight_max,
+                          retry_after_s=settings.retry_after_s)
     app = web.Application(client_max_size=settings.request_body_size_bytes_max,
-                          middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log)])
+                          middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log),
+                                       admission.middleware(PUT_ROUTES)])
     app[STATE] = state
     app[METRICS] = metrics
     router = app.router

@@ -74,8 +74,9 @@ def _refusals() -> dict[str, Any]:
                    "requests; the reason names its master (SERVICE_NOT_AVAILABLE)."),
         "415": ref("Wrong Content-Type."),
         "500": ref("A segment could not be created (CREATE_MAPPED_FILE_FAILED)."),
-        "503": ref("Busy (OS_PAGECACHE_BUSY: put lock or pool exhausted) or the store "
-                   "stopped; retry after Retry-After.", headers=RETRY_AFTER),
+        "503": ref("Busy (OS_PAGECACHE_BUSY: put lock or pool exhausted; SYSTEM_BUSY: "
+                   "put_requests_in_flight_max requests in flight) or the store stopped; "
+                   "retry after Retry-After.", headers=RETRY_AFTER),
         "507": ref("Disk full: retention refuses writes until it frees space."),
     }
 

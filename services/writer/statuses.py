@@ -22,6 +22,8 @@
 |                                |      | `disk_warning_ratio`, or a segment hit ENOSPC         |
 | CREATE_MAPPED_FILE_FAILED      | 500  | a segment could not be made or mapped in time (the    |
 |                                |      | engine reports ENOSPC/EDQUOT as disk full, above)     |
+| (SYSTEM_BUSY, admission.py)    | 503  | `put_requests_in_flight_max` requests already being   |
+|                                |      | served: refused before the body is read, Retry-After  |
 
 SERVICE_NOT_AVAILABLE has four causes in the engine (closed, failed sync, a follower, full
 disk; see `MessageStore._update_refusal` and `CommitLog._start_segment`); a follower's writer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -150,3 +151,34 @@ def test_refusal_table(store_dir: Path, status: PutStatus, closed: bool,
     store.close()
     assert (error.http_status, error.status, error.reason) == (http_status, status.value, "why")
     assert ("Retry-After" in error.headers) == (http_status == 503)
+
+
+def test_past_the_in_flight_limit_a_put_is_503_system_busy_and_stores_nothing(
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sync flush with a stalled disk: the first put waits for its sync, holding the only
+    admission; the next is refused at once, before its body is read."""
+    settings = WriterSettings(put_requests_in_flight_max=1, retry_after_s=3)
+    release = threading.Event()
+    real_fdatasync = os.fdatasync
+    with MessageStore.open(store_dir, small_config(flush_mode=FlushMode.SYNC)) as store:
+        monkeypatch.setattr(os, "fdatasync", lambda fd: (release.wait(10), real_fdatasync(fd)))
+
+        async def scenario() -> tuple[int, str, dict[str, dict[str, str]], int, int]:
+            async with writer_client(store, settings) as client:
+                first = asyncio.ensure_future(client.post("/v1/topics/B/messages", json=BODY))
+                while store.wrote_position == 0:  # the first put is in and waits
+                    await asyncio.sleep(0.01)
+                wrote = store.wrote_position
+                second = await client.post("/v1/topics/B/messages", json=BODY)
+                answer = await second.json()
+                stored_meanwhile = store.wrote_position - wrote
+                release.set()
+                return (second.status, second.headers.get("Retry-After", ""), answer,
+                        stored_meanwhile, (await first).status)
+
+        status, retry_after, answer, stored_meanwhile, first_status = run(scenario)
+    assert (status, retry_after) == (503, "3")
+    assert answer["error"]["status"] == "SYSTEM_BUSY"
+    assert "put_requests_in_flight_max" in answer["error"]["reason"]
+    assert stored_meanwhile == 0
+    assert first_status == 200
