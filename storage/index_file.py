@@ -309,6 +309,18 @@ class IndexFile:
         assert self._index_count <= self.index_count_max
         return True
 
+    def lower_end(self, physical_offset: int) -> None:
+        """The commit log was cut at `physical_offset` below this file's end (a machine
+        crash lost bytes it had indexed): make that the end, so the records written there
+        again are indexed again.  The entries past it stay, pointing at whatever the log
+        holds there now; queries check every hit against its record, so they only cost a
+        look."""
+        assert not self._closed
+        assert 0 <= physical_offset < self._end_physical_offset
+        self._end_physical_offset = physical_offset
+        self._write_header()
+        self._dirty = True
+
     def _time_diff_seconds(self, store_timestamp_ms: int) -> int:
         begin_timestamp_ms = self._begin_timestamp_ms
         if begin_timestamp_ms <= 0:

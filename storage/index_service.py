@@ -146,6 +146,25 @@ class IndexService:
                 assert stored, "a new index file takes at least one entry"
             return flushed_end_timestamp_ms
 
+    def cut_back(self, end_position: int) -> int:
+        """The commit log now ends at `end_position`, below entries this index holds (a
+        machine crash lost committed bytes; recovery cut the log): delete the files whose
+        entries all lie past it, and lower the newest survivor's end to it, so that
+        re-dispatch indexes the records written there again (`build` skips anything below
+        the end).  Returns the files deleted."""
+        with self._lock:
+            self._check_usable()
+            deleted = 0
+            while self._files and self._files[-1].entry_count > 0 and \
+                    self._files[-1].begin_physical_offset >= end_position:
+                self._files.pop().close(delete=True)
+                deleted += 1
+            if deleted:
+                fsync_directory(self.directory)
+            if self._files and self._files[-1].end_physical_offset > end_position:
+                self._files[-1].lower_end(end_position)
+            return deleted
+
     def _roll(self, full: IndexFile) -> tuple[IndexFile, int]:
         """Flush the full file and start the next one where it ended.  The fdatasync runs
         under the lock: the writes of a full file are mostly written back already, and

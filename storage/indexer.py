@@ -150,6 +150,9 @@ class Indexer:
 
     def _on_new_generation(self, published: dict[str, int]) -> None:
         end = published["recovered_end_position"]
+        if self.index is not None and self.index.cut_back(end):
+            log.warning("writer generation %d recovered the log to %d: deleted index files "
+                        "past it", published["generation"], end)
         if self.dispatcher.reput_from > end:
             removed = self.queues.truncate_to_physical(end)
             log.warning("writer generation %d recovered the log to %d, below dispatch at %d: "

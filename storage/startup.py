@@ -105,6 +105,8 @@ def _recover(lock: StoreLock, abort: AbortMarker, checkpoint: Checkpoint, queue:
     scanned_offsets: dict[tuple[str, int], int] = {}
     recover(queue, report, scanned_offsets, scan_from_position=dispatched_end)
     queues.truncate_to_physical(report.end_position)  # entries pointing past the log's end
+    if index is not None:
+        index.cut_back(report.end_position)  # re-index what is written there again
     queue_offsets = queues.next_offsets()
     for key, next_offset in scanned_offsets.items():
         queue_offsets[key] = max(next_offset, queue_offsets.get(key, 0))

@@ -64,3 +64,17 @@ def queue_entries(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]
     finally:
         queues.close()
     return found
+
+
+def lose_log_tail(store_dir: Path, lost_from: int) -> None:
+    """A machine crash that lost the commit log's bytes from `lost_from` on (zeros)."""
+    segments = sorted((store_dir / "commitlog").iterdir())
+    for path in segments:
+        start = int(path.name)
+        size = path.stat().st_size
+        if start + size <= lost_from:
+            continue
+        cut = max(0, lost_from - start)
+        with open(path, "r+b") as raw:
+            raw.seek(cut)
+            raw.write(bytes(size - cut))

@@ -11,6 +11,7 @@ from mqstore.storage.indexer import Indexer
 from tests.storage.split_helpers import (
     indexer_config,
     log_records,
+    lose_log_tail,
     queue_entries,
     wait_dispatched,
     writer_config,
@@ -19,10 +20,12 @@ from tests.storage.split_helpers import (
 TOPICS = ("Orders", "Audit")
 
 
-def _produce(store: MessageStore, count: int, rng: random.Random) -> None:
+def _produce(store: MessageStore, count: int, rng: random.Random, *,
+             key_prefix: str = "k") -> None:
     for n in range(count):
         body = rng.randbytes(rng.randrange(1, 900))
-        message = Message(rng.choice(TOPICS), rng.randrange(4), body, keys=[f"k{n}"])
+        message = Message(rng.choice(TOPICS), rng.randrange(4), body,
+                          keys=[f"{key_prefix}{n}"])
         assert store.put(message).ok
 
 
@@ -79,23 +82,22 @@ def test_new_writer_generation_below_dispatch_cuts_the_queues(store_dir: Path) -
         lost_from = writer.max_position - 20_000
         generation = indexer.writer_generation
         writer.close()
-        _lose_log_tail(store_dir, lost_from)
+        lose_log_tail(store_dir, lost_from)
         with MessageStore.open(store_dir, writer_config()) as second:
             assert second.max_position < lost_from + 2000
-            _produce(second, 300, rng)
+            recovered_end = second.max_position
+            _produce(second, 300, rng, key_prefix="second-")
             wait_dispatched(indexer, second.max_position)
             assert indexer.writer_generation != generation
+            # The rewritten records sit below where the index had got to: each must be
+            # indexed again and found by its key.
+            assert indexer.index is not None
+            rewritten = list(second.iter_messages(recovered_end))
+            assert len(rewritten) == 300
+            for stored in rewritten:
+                found = indexer.index.query(topic=stored.topic, key=stored.keys[0], begin_ms=0,
+                                            end_ms=2**62, max_results=10,
+                                            key_matches=lambda _offset: True)
+                assert stored.physical_offset in found, stored.keys
     assert queue_entries(store_dir) == log_records(store_dir)
 
-
-def _lose_log_tail(store_dir: Path, lost_from: int) -> None:
-    segments = sorted((store_dir / "commitlog").iterdir())
-    for path in segments:
-        start = int(path.name)
-        size = path.stat().st_size
-        if start + size <= lost_from:
-            continue
-        cut = max(0, lost_from - start)
-        with open(path, "r+b") as raw:
-            raw.seek(cut)
-            raw.write(bytes(size - cut))
