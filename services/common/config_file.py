@@ -164,6 +164,12 @@ class NotifierSettings(ServiceSettings):
     """Largest `max_messages` of one pull or group poll: bounds one answer at about 350 KB
     of JSON for 1 KiB bodies (a single queue's get is also capped by get_transfer_count_max)."""
 
+    group_poll_queue_share_min: int = 32
+    """A group poll reads up to at least this many messages from each queue it visits
+    (RocketMQ's `pullBatchSize`, 32), and the next poll of the topic goes on from the queue
+    after the last one it read.  With 600 queues and 256 messages, a share of one message
+    per queue made every message cost a whole queue read."""
+
     refresh_interval_ms: int = 1_000
     """How often the follower re-reads `dispatched` and `positions` and lists the queues: new
     queues, files retention deleted, and (while the stream is down) new data."""
@@ -198,6 +204,7 @@ class NotifierSettings(ServiceSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("pull_wait_ms_max", "held_requests_max", "pull_messages_max",
+                     "group_poll_queue_share_min",
                      "refresh_interval_ms", "notice_silence_max_ms",
                      "notice_reconnect_initial_ms", "notice_reconnect_max_ms",
                      "notice_line_bytes_max", "offsets_lock_timeout_ms", "retry_after_s"):

@@ -68,7 +68,8 @@ def create_app(follower: Follower, offsets: ConsumerOffsets,
                                                             state.stream.connected))
     feed = NoticeFeed(follower, held, metrics)
     puller = Puller(follower, held, metrics, behind_bytes_max=behind_bytes_max(
-        settings.pull_from_follower_memory_ratio))
+        settings.pull_from_follower_memory_ratio),
+                    queue_share_min=settings.group_poll_queue_share_min)
     handlers = NotifierHandlers(follower, offsets, puller, settings)
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
                           middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log)])

@@ -10,9 +10,11 @@ OFFSET_FOUND_NULL and MESSAGE_WAS_REMOVING (retention took them).
 
 A group poll reads every queue of the topic from the caller's positions (or the group's
 committed offsets, or the queue's min offset for a group that never committed): queues are
-taken round robin from a start that rotates with every poll, each first up to its share
-(ceil(max_messages / queues)), then the budget left goes to queues that had more.  It is held
-only while every queue is caught up, watching them all and the topic for new queues.
+taken round robin, each first up to its share (ceil(max_messages / queues), at least
+`group_poll_queue_share_min`), then the budget left goes to queues that had more.  The next
+poll of the topic starts after the last queue this one read, so every queue with data is
+reached within queues × share / max_messages polls.  It is held only while every queue is
+caught up, watching them all and the topic for new queues.
 
 Several replicas behind one load balancer see new data a few milliseconds apart.  A poll
 that reaches a replica which has not yet seen up to the caller's position answers
@@ -24,7 +26,7 @@ RocketMQ moves an offset past a queue's end: the caller may then see a few messa
 from __future__ import annotations
 
 import asyncio
-import itertools
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -42,11 +44,15 @@ without OFFSET_FOUND_NULL, which a deleted file causes and no new data cures).""
 
 class Puller:
     def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics, *,
-                 behind_bytes_max: int) -> None:
+                 behind_bytes_max: int, queue_share_min: int) -> None:
+        assert queue_share_min > 0
         self._follower = follower
         self._held = held
         self._metrics = metrics
-        self._rotation = itertools.count()
+        self._queue_share_min = queue_share_min
+        self._next_queue: dict[str, int] = {}
+        """Per topic, the queue id the next group poll starts at (one entry per topic the
+        store holds: bounded by the topics on the volume)."""
         self._behind_bytes_max = behind_bytes_max
         """Past this far behind the log's end, answers suggest pulling from a follower."""
 
@@ -109,9 +115,9 @@ class Puller:
         queue_ids = sorted(positions)
         if not queue_ids:
             return [], True
-        first = next(self._rotation) % len(queue_ids)
+        first = bisect.bisect_left(queue_ids, self._next_queue.get(topic, 0))
         order = queue_ids[first:] + queue_ids[:first]
-        share = -(-max_messages // len(order))
+        share = max(-(-max_messages // len(order)), self._queue_share_min)
         messages: list[dict[str, Any]] = []
         caught_up = True
         more: list[int] = []
@@ -119,12 +125,15 @@ class Puller:
             budget = min(share, max_messages - len(messages))
             if budget <= 0:
                 caught_up = False  # not read this time: it may have data
-                continue
+                self._next_queue[topic] = queue_id
+                break
             found, status, has_more = self._read(topic, queue_id, positions, budget, tags)
             messages += found
             caught_up &= status in HOLD_STATUSES
             if has_more:
                 more.append(queue_id)
+        else:
+            self._next_queue[topic] = order[0] + 1  # all read: start one later next time
         for queue_id in more:
             budget = max_messages - len(messages)
             if budget <= 0:

@@ -96,7 +96,8 @@ def test_an_unknown_queue_has_no_message(store_dir: Path, written: list[Any]) ->
 def test_a_group_poll_takes_queues_round_robin(store_dir: Path, written: list[Any]) -> None:
     async def scenario() -> list[list[tuple[int, int]]]:
         rounds = []
-        async with notifier_app(store_dir, settings()) as (client, _, _):
+        async with notifier_app(store_dir, settings(group_poll_queue_share_min=1)) as (
+                client, _, _):
             for _ in range(2):
                 response = await client.post("/v1/groups/g/topics/Orders/poll",
                                              json={"max_messages": 4})
@@ -118,6 +119,27 @@ def test_a_group_poll_takes_queues_round_robin(store_dir: Path, written: list[An
     for taken in rounds:  # a share of 2 from each queue, whichever queue comes first
         assert sorted(taken) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert rounds[0][0][0] != rounds[1][0][0]  # the starting queue rotates
+
+
+def test_a_group_poll_reads_at_least_the_share_min_and_the_next_goes_on(
+        store_dir: Path, written: list[Any]) -> None:
+    """A share of at least 3 with room for 3: a poll reads one whole queue, and the next
+    poll of the topic starts at the queue after it (same positions given each time)."""
+    async def scenario() -> list[list[tuple[int, int]]]:
+        rounds = []
+        async with notifier_app(store_dir, settings(group_poll_queue_share_min=3)) as (
+                client, _, _):
+            for _ in range(3):
+                response = await client.post("/v1/groups/g/topics/Orders/poll", json={
+                    "max_messages": 3, "offsets": {"0": 0, "1": 0}})
+                answer = await response.json()
+                rounds.append([(m["queue_id"], m["queue_offset"]) for m in answer["messages"]])
+        return rounds
+
+    first, second, third = run(scenario)
+    assert first == [(0, 0), (0, 1), (0, 2)]
+    assert second == [(1, 0), (1, 1), (1, 2)]
+    assert third == first
 
 
 def test_lookups_by_key_time_position_and_listings(store_dir: Path,
