@@ -55,7 +55,56 @@ class QueryError(AssertionError):
     """Prometheus answered a query with an error (a parse error, a bad range...)."""
 
 
-class Prometheus:
+class PrometheusApi:
+    """Prometheus' HTTP API at `url` (a running server: ours, or one given on a command line)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def api(self, path: str, **params: str) -> Any:
+        """GET /api/v1/<path>; the `data` of a success, QueryError with the message if not."""
+        query = urllib.parse.urlencode(params)
+        request = f"{self.url}/api/v1/{path}" + (f"?{query}" if query else "")
+        try:
+            with urllib.request.urlopen(request, timeout=QUERY_TIMEOUT_S) as answer:
+                document = json.loads(answer.read())
+        except urllib.error.HTTPError as error:  # 400/422: the body says why
+            document = json.loads(error.read())
+        if document.get("status") != "success":
+            raise QueryError(f"{path} {params}: {document.get('errorType')}: "
+                             f"{document.get('error')}")
+        return document["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """An instant query's vector (a scalar comes back as one sample without labels)."""
+        data = self.api("query", query=expr)
+        if data["resultType"] == "scalar":
+            return [{"metric": {}, "value": data["result"]}]
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def query_range(self, expr: str, *, start_s: float, end_s: float,
+                    step_s: float) -> list[dict[str, Any]]:
+        data = self.api("query_range", query=expr, start=f"{start_s:.3f}", end=f"{end_s:.3f}",
+                        step=f"{step_s:g}")
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def alerts(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.api("alerts")["alerts"]
+        return found
+
+    def rule_health(self) -> dict[str, str]:
+        """Each loaded rule's evaluation health ("ok", "err", "unknown") and last error."""
+        health = {}
+        for group in self.api("rules")["groups"]:
+            for rule in group["rules"]:
+                health[rule["name"]] = rule["health"] + (
+                    f": {rule['lastError']}" if rule.get("lastError") else "")
+        return health
+
+
+class Prometheus(PrometheusApi):
     """One Prometheus process; `targets` and `rule_files` are fixed at start()."""
 
     def __init__(self, directory: Path, *, targets: list[Target],
@@ -64,7 +113,7 @@ class Prometheus:
         self.targets = targets
         self.rule_files = rule_files or []
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(f"http://127.0.0.1:{self.port}")
         self.log_path = directory / "prometheus.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -123,54 +172,6 @@ class Prometheus:
             code = self.process.wait()
         self.process = None
         return code
-
-    def api(self, path: str, **params: str) -> Any:
-        """GET /api/v1/<path>; the `data` of a success, QueryError with the message if not."""
-        query = urllib.parse.urlencode(params)
-        request = f"{self.url}/api/v1/{path}" + (f"?{query}" if query else "")
-        try:
-            with urllib.request.urlopen(request, timeout=QUERY_TIMEOUT_S) as answer:
-                document = json.loads(answer.read())
-        except urllib.error.HTTPError as error:  # 400/422: the body says why
-            document = json.loads(error.read())
-        if document.get("status") != "success":
-            raise QueryError(f"{path} {params}: {document.get('errorType')}: "
-                             f"{document.get('error')}")
-        return document["data"]
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        """An instant query's vector (a scalar comes back as one sample without labels)."""
-        data = self.api("query", query=expr)
-        if data["resultType"] == "scalar":
-            return [{"metric": {}, "value": data["result"]}]
-        result: list[dict[str, Any]] = data["result"]
-        return result
-
-    def query_range(self, expr: str, *, start_s: float, end_s: float,
-                    step_s: float) -> list[dict[str, Any]]:
-        data = self.api("query_range", query=expr, start=f"{start_s:.3f}", end=f"{end_s:.3f}",
-                        step=f"{step_s:g}")
-        result: list[dict[str, Any]] = data["result"]
-        return result
-
-    def alerts(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = self.api("alerts")["alerts"]
-        return found
-
-    def firing(self) -> set[str]:
-        return {a["labels"]["alertname"] for a in self.alerts() if a["state"] == "firing"}
-
-    def rule_health(self) -> dict[str, str]:
-        """Each loaded rule's evaluation health ("ok", "err", "unknown") and last error."""
-        health = {}
-        for group in self.api("rules")["groups"]:
-            for rule in group["rules"]:
-                health[rule["name"]] = rule["health"] + (
-                    f": {rule['lastError']}" if rule.get("lastError") else "")
-        return health
-
-    def wait_firing(self, alert: str, timeout_s: float = 60.0) -> None:
-        self._wait(f"alert {alert} firing", lambda: alert in self.firing(), timeout_s)
 
     def _wait(self, what: str, done: Any, timeout_s: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout_s

@@ -20,6 +20,7 @@ import pytest
 
 from .conftest import OPERATOR_NAMESPACE, OperatorProcess, broker_manifest
 from .control_plane import free_port
+from .dashboard_picture import render
 from .kube import Kube, wait_for
 from .obs_checks import (
     alert_history,
@@ -28,7 +29,7 @@ from .obs_checks import (
     variable_problems,
     wait_alerts,
 )
-from .obs_queries import DASHBOARDS, alert_rules, write_rules_without_for
+from .obs_queries import DASHBOARDS, alert_rules, load_dashboard, panels, write_rules_without_for
 from .obs_scenarios import EXPECTED, HEALTHY, SICK, Brokers, start_healthy
 from .obs_stack import NAMESPACE
 from .prometheus import Prometheus, Target
@@ -96,6 +97,20 @@ def test_every_service_dashboard_query_returns_data(observed: Observed) -> None:
         problems += dashboard_problems(observed.prometheus, path, namespace=NAMESPACE,
                                        broker=HEALTHY, timeout_s=20.0)
     assert not problems, "\n".join(problems)
+
+
+def test_the_overview_picture_draws_every_panel_from_this_run(observed: Observed,
+                                                              tmp_path: Path) -> None:
+    """scripts/render_dashboard.py's drawing, on this run's data (docs/images/ has the
+    picture of a longer run)."""
+    out = tmp_path / "overview.png"
+    got = render(observed.prometheus, DASHBOARDS / "mqstore-overview.json", out,
+                 namespace=NAMESPACE, broker=HEALTHY, start_s=observed.started_s)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dashboard = load_dashboard(DASHBOARDS / "mqstore-overview.json")
+    titles = {p["title"] for p in panels(dashboard["panels"]) if p["type"] != "row"}
+    assert set(got) == titles
+    assert all(got.values()), {title: n for title, n in got.items() if not n}
 
 
 def test_each_alert_fires_for_the_pods_whose_condition_it_describes(
