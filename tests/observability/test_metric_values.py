@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,6 +29,10 @@ def test_writer_role_volume_and_recovery_series(tmp_path: Path) -> None:
         async with TestClient(TestServer(create_app(store, WriterSettings()))) as http:
             return await (await http.get("/metrics")).text()
 
+    deadline = time.monotonic() + 10
+    while store.stats.segments_preallocated_total < 1:  # open asks the allocator thread
+        assert time.monotonic() < deadline, "the first segment was never created"
+        time.sleep(0.005)
     try:
         samples = _samples(run(scrape))
     finally:
