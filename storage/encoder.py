@@ -1,9 +1,10 @@
-"""`MessageEncoder`: a `Message` checked outside the put lock; `write_record` under it.
+"""`MessageEncoder`: a `Message` checked and CRC'd outside the put lock.
 
 `prepare` does everything that does not depend on where the record lands (checks, CRC,
-sizes, the cached topic tail); `write_record` packs the head with the offsets and times
-straight into the segment (or pool buffer) and copies body and tail after it: no record is
-assembled in a temporary buffer and copied again.
+sizes, the cached topic tail) and returns a `PreparedRecord`.  The put path (commitlog.py)
+then packs the head with the offsets and times straight into the segment (or pool buffer)
+and copies body and tail after it: no record is assembled in a temporary buffer and copied
+again.  A test holds the bytes it writes to `record.encode_record`, the reference encoder.
 
 Everything that can be wrong with a message is found here and raised as
 `MessageIllegalError` with the reason (the put path returns MESSAGE_ILLEGAL).  This is the
@@ -13,7 +14,6 @@ message (no properties, no born host, flag 0) takes the shortest route.
 
 from __future__ import annotations
 
-import time
 import zlib
 
 from . import record
@@ -23,7 +23,6 @@ from .hosts import parse_host
 from .message import Message
 from .padding import PADDING_TOPIC, PADDING_TOPIC_BYTES
 from .properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, encode_properties
-from .record import WritableBuffer
 from .topic import validate_topic
 
 PreparedRecord = tuple[record.RecordLayout, int, int, int, int, int, tuple[bytes, int], bytes,
@@ -38,7 +37,6 @@ CACHE_ENTRIES_MAX = 4096
 """Bound on remembered topics and born hosts each; a full cache is cleared, not grown."""
 
 _EMPTY_PROPERTIES_TAIL = b"\x00\x00"
-_time_ns = time.time_ns
 _crc32 = zlib.crc32
 
 
@@ -58,17 +56,6 @@ class MessageEncoder:
         self._born_hosts: dict[str, tuple[bytes, int]] = {}
         self._common: dict[str, tuple[record.RecordLayout, bytes, int]] = {}
         """Topic → what `prepare` needs for a message with no properties or born host."""
-
-    def encode(self, message: Message) -> tuple[bytes, int]:
-        """Return (record bytes, offset of STORETIMESTAMP within them), with QUEUEOFFSET,
-        PHYSICALOFFSET and STORETIMESTAMP 0: the record `write_record` would write."""
-        prepared = self.prepare(message)
-        encoded = bytearray(prepared[1])
-        born_ms = prepared[5]
-        write_record(encoded, 0, prepared, queue_offset=0, physical_offset=0,
-                     store_timestamp_ms=0, born_timestamp_ms=_time_ns() // 1_000_000
-                     if born_ms < 0 else born_ms)
-        return bytes(encoded), prepared[0].store_timestamp_offset
 
     def prepare(self, message: Message) -> PreparedRecord:
         """Check `message` and return what the put path writes for it under its lock (see
@@ -176,24 +163,6 @@ class MessageEncoder:
                 self._born_hosts.clear()
             self._born_hosts[text] = host
         return host
-
-
-def write_record(target: WritableBuffer, position: int, prepared: PreparedRecord, *,
-                 queue_offset: int, physical_offset: int, store_timestamp_ms: int,
-                 born_timestamp_ms: int) -> int:
-    """Write a prepared record at `position` with its offsets and times; return its size.
-    (The single put inlines these three statements: see commitlog.py.)"""
-    layout, size, crc, queue_id, flag, _, born_host, body, tail, store_host = prepared
-    head = layout.head
-    head.pack_into(target, position, size, layout.magic, crc, queue_id, flag, queue_offset,
-                   physical_offset, layout.host_sysflag, born_timestamp_ms, born_host[0],
-                   born_host[1], store_timestamp_ms, store_host[0], store_host[1], 0, 0,
-                   len(body))
-    body_at = position + head.size
-    tail_at = body_at + len(body)
-    target[body_at:tail_at] = body
-    target[tail_at:position + size] = tail
-    return size
 
 
 def _coerce_body(body: object) -> bytes:

@@ -10,7 +10,6 @@ import pytest
 
 from mqstore.storage import Message, MessageStore, StoreConfig, record
 from mqstore.storage.config import parse_host
-from mqstore.storage.encoder import MessageEncoder
 from mqstore.storage.message import decode_stored
 from mqstore.storage.properties import encode_properties
 from mqstore.storage.record import LAYOUTS, RecordCheck, check_record, encode_record
@@ -134,28 +133,6 @@ def test_layout_table_is_the_single_source() -> None:
         assert layout.offsets["store_timestamp_ms"] == 56 + 12 * born_v6
         assert layout.topic_length.size == (2 if v2 else 1)
         assert [field.name for field in record.RECORD_FIELDS][:2] == ["total_size", "magic"]
-
-
-@pytest.mark.parametrize("born_host", [None, "10.0.0.1:5555", "[::1]:10911"])
-@pytest.mark.parametrize("topic", ["T", "x" * 200])
-def test_put_path_encoder_matches_the_reference_encoder(born_host: str | None,
-                                                        topic: str) -> None:
-    """The hot encoder packs the head inline; it must equal `encode_record` byte for byte."""
-    config = StoreConfig.for_small_segments(1 << 20, topic_size_bytes_max=255,
-                                            store_host="[::1]:10911")
-    encoder = MessageEncoder(config)
-    message = Message(topic, 7, b"payload", tags="a", keys=("k",), flag=-3,
-                      born_host=born_host, born_timestamp_ms=1_700_000_000_123)
-    encoded, store_timestamp_offset = encoder.encode(message)
-    born = parse_host(born_host, setting="b") if born_host else encoder.store_host
-    layout = LAYOUTS[len(born[0]) == 16, True, len(topic) > 127]
-    reference = encode_record(layout=layout, queue_id=7, flag=-3, sysflag=0,
-                              born_timestamp_ms=1_700_000_000_123, born_host=born,
-                              store_host=encoder.store_host, body=b"payload",
-                              topic=topic.encode(), properties=encode_properties(
-                                  {"TAGS": "a", "KEYS": "k"}))
-    assert encoded == reference
-    assert store_timestamp_offset == layout.offsets["store_timestamp_ms"]
 
 
 @pytest.mark.parametrize("batch", [False, True])
