@@ -68,7 +68,7 @@ def without_commit_on_demand(self, *args, **kwargs):
     init(self, *args, **kwargs)
     self._commit_on_read = None
 replication.Replication.__init__ = without_commit_on_demand
-flush.CommitService.wake_if_rolled = lambda self: None
+flush.CommitService.wake_if_rolled = lambda self, end_position: None
 from mqstore.services.cli import main
 sys.exit(main(sys.argv[1:]))
 """
