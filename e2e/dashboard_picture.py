@@ -31,6 +31,7 @@ GRID_COLUMNS = 24
 """Grafana's grid is 24 units wide; a panel's gridPos says where it sits."""
 INCH_PER_ROW_UNIT = 0.2
 ROW_HEIGHT_UNITS = 3
+GAP_UNITS = 2
 FIGURE_WIDTH_IN = 16.0
 DPI = 72
 LEGEND = re.compile(r"\{\{\s*(\w+)\s*\}\}")
@@ -83,7 +84,7 @@ def format_value(value: float, unit: str) -> str:
 def draw_timeseries(axes: Axes, series: list[Series], unit: str) -> None:
     for one in series:
         times = [datetime.datetime.fromtimestamp(t, tz=datetime.UTC) for t in one.times_s]
-        axes.plot(times, one.values, label=one.label, linewidth=1.2)
+        axes.plot(mdates.date2num(times), one.values, label=one.label, linewidth=1.2)
     axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S", tz=datetime.UTC))
     axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_value(v, unit)))
     axes.tick_params(labelsize=7)
@@ -111,15 +112,22 @@ def panel_series(api: PrometheusApi, panel: dict[str, Any], *, namespace: str, b
 
 def place(panels: list[dict[str, Any]]) -> list[tuple[dict[str, Any], tuple[int, int]]]:
     """Each panel with its (y, height) in picture grid units: Grafana's, except that a row
-    header gets ROW_HEIGHT_UNITS (1 in Grafana: too little for its title above a panel's)."""
+    header gets ROW_HEIGHT_UNITS (1 in Grafana: too little for its title above a panel's)
+    and a line of panels below another gets GAP_UNITS more (room for its titles above the
+    time labels of the line above)."""
     placed = []
     extra = 0
+    line_y, after_row = -1, True
     for panel in sorted(panels, key=lambda p: (p["gridPos"]["y"], p["gridPos"]["x"])):
-        y, h = panel["gridPos"]["y"] + extra, panel["gridPos"]["h"]
-        if panel["type"] == "row":
+        y, h = panel["gridPos"]["y"], panel["gridPos"]["h"]
+        if y != line_y and not after_row and panel["type"] != "row":
+            extra += GAP_UNITS
+        line_y, after_row = y, panel["type"] == "row"
+        if after_row:
+            placed.append((panel, (y + extra, ROW_HEIGHT_UNITS)))
             extra += ROW_HEIGHT_UNITS - h
-            h = ROW_HEIGHT_UNITS
-        placed.append((panel, (y, h)))
+        else:
+            placed.append((panel, (y + extra, h)))
     return placed
 
 
@@ -134,7 +142,7 @@ def render(api: PrometheusApi, dashboard_path: Path, out_path: Path, *, namespac
     height_units = max(y + h for _, (y, h) in placed)
     height_in = height_units * INCH_PER_ROW_UNIT + 1.0
     figure = plt.figure(figsize=(FIGURE_WIDTH_IN, height_in))
-    grid = figure.add_gridspec(height_units, GRID_COLUMNS, hspace=1.6, wspace=1.2,
+    grid = figure.add_gridspec(height_units, GRID_COLUMNS, hspace=0.3, wspace=1.2,
                                top=1 - 0.8 / height_in, bottom=0.2 / height_in)
     got: dict[str, int] = {}
     for panel, (y, h) in placed:
@@ -142,7 +150,7 @@ def render(api: PrometheusApi, dashboard_path: Path, out_path: Path, *, namespac
         axes = figure.add_subplot(grid[y:y + h, x:x + w])
         if panel["type"] == "row":
             axes.set_axis_off()
-            axes.text(0, 0.2, panel["title"], fontsize=13, weight="bold",
+            axes.text(0, 0.5, panel["title"], fontsize=13, weight="bold",
                       transform=axes.transAxes)
             continue
         series = panel_series(api, panel, namespace=namespace, broker=broker,

@@ -181,27 +181,35 @@ class TinyVolume:
 
 
 class CpuQuota:
-    """A cgroup (v1 `cpu` controller) giving its processes `quota_ms` of CPU per `period_ms`:
-    what a Kubernetes CPU limit does to a container (needs root)."""
+    """A cgroup giving its processes `quota_ms` of CPU per `period_ms`: what a Kubernetes CPU
+    limit does to a container.  cgroup v2 (`cpu.max`) where the unified hierarchy is mounted
+    at /sys/fs/cgroup, else v1's `cpu` controller (needs root either way)."""
 
-    ROOT = Path("/sys/fs/cgroup/cpu")
+    V2_ROOT = Path("/sys/fs/cgroup")
+    V1_ROOT = Path("/sys/fs/cgroup/cpu")
 
     def __init__(self, name: str, *, quota_ms: int, period_ms: int) -> None:
         assert 0 < quota_ms <= period_ms
-        self.path = self.ROOT / name
+        self.v2 = (self.V2_ROOT / "cgroup.controllers").exists()
+        self.root = self.V2_ROOT if self.v2 else self.V1_ROOT
+        self.path = self.root / name
         self.quota_ms = quota_ms
         self.period_ms = period_ms
 
     def add(self, pid: int) -> None:
         if not self.path.exists():
             self.path.mkdir()
-            (self.path / "cpu.cfs_period_us").write_text(str(self.period_ms * 1000))
-            (self.path / "cpu.cfs_quota_us").write_text(str(self.quota_ms * 1000))
+            if self.v2:
+                (self.path / "cpu.max").write_text(
+                    f"{self.quota_ms * 1000} {self.period_ms * 1000}")
+            else:
+                (self.path / "cpu.cfs_period_us").write_text(str(self.period_ms * 1000))
+                (self.path / "cpu.cfs_quota_us").write_text(str(self.quota_ms * 1000))
         (self.path / "cgroup.procs").write_text(str(pid))
 
     def remove(self) -> None:
         """After its processes ended (a cgroup with processes cannot be removed)."""
         if self.path.exists():
             for pid in (self.path / "cgroup.procs").read_text().split():
-                (self.ROOT / "cgroup.procs").write_text(pid)
+                (self.root / "cgroup.procs").write_text(pid)
             self.path.rmdir()
