@@ -34,7 +34,8 @@ from pyspark.sql import functions as F
 
 from mqstore.storage import record
 from mqstore.storage.consume_queues import ConsumeQueues
-from mqstore.storage.index_file import IndexFile, index_file_name, index_file_name_after
+from mqstore.storage.index_file import IndexFile
+from mqstore.storage.index_file_names import index_file_name, index_file_name_after
 from mqstore.storage.index_service import index_key
 from mqstore.storage.java_hash import java_string_hash
 from mqstore.storage.properties import PROPERTY_UNIQUE_KEY

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 from . import record
 from .allocator import DiskFullError, SegmentAllocator
+from .batch_guess import BatchGuess
 from .config import StoreConfig
 from .encoder import MessageEncoder
 from .errors import (
@@ -148,7 +149,7 @@ class CommitLog:
             return []
         if self.refused_reason is not None:
             return _all(messages, PutStatus.SERVICE_NOT_AVAILABLE, self.refused_reason)
-        guess = _Guess(self._active, self.queue_offsets)
+        guess = BatchGuess(self._active, self.queue_offsets)
         try:
             blob, results = self._encode_batch(messages, guess)
         except MessageIllegalError as error:
@@ -174,7 +175,7 @@ class CommitLog:
         return results
 
     def _encode_batch(self, messages: Sequence[Message],
-                      guess: _Guess) -> tuple[bytes, list[PutResult]]:
+                      guess: BatchGuess) -> tuple[bytes, list[PutResult]]:
         """Encode every record stamped as the guess predicts; the results carry the
         predicted offsets (corrected in place if the guess breaks)."""
         parts: list[bytes] = []
@@ -214,7 +215,7 @@ class CommitLog:
         next_offsets[key] = next_offset
         return b"".join(parts), results
 
-    def _append_as_guessed(self, blob: bytes, guess: _Guess) -> None:
+    def _append_as_guessed(self, blob: bytes, guess: BatchGuess) -> None:
         """Under the put lock, the guess verified: the records are stamped already."""
         segment = guess.segment
         assert segment is not None
@@ -359,43 +360,6 @@ class CommitLog:
             segment.attach_write_buffer(buffer)
         self._queue.append(segment)
         return segment
-
-
-class _Guess:
-    """Where a batch expects to land, read without the lock; `holds` checks it under it."""
-
-    __slots__ = ("first_offsets", "next_offsets", "physical_offset", "position",
-                 "queue_offsets", "segment", "store_timestamp_ms")
-
-    def __init__(self, segment: CommitLogSegment | None,
-                 queue_offsets: dict[QueueKey, int]) -> None:
-        self.segment = segment
-        self.position = segment.wrote_position if segment is not None else 0
-        self.physical_offset = (segment.start_position + self.position
-                                if segment is not None else 0)
-        self.queue_offsets = queue_offsets
-        self.first_offsets: dict[QueueKey, int] = {}
-        """Each queue's next offset as read (unlocked) before the batch."""
-        self.next_offsets: dict[QueueKey, int] = {}
-        """Each queue's next offset after the batch, as guessed."""
-        self.store_timestamp_ms = _time_ns() // 1_000_000
-
-    def first_offset(self, key: QueueKey) -> int:
-        offset = self.queue_offsets.get(key, 0)
-        self.first_offsets[key] = offset
-        return offset
-
-    def holds(self, segment: CommitLogSegment | None, queue_offsets: dict[QueueKey, int],
-              size_bytes: int) -> bool:
-        """Under the put lock: nothing was appended since the guess and the batch fits."""
-        if segment is None or segment is not self.segment:
-            return False
-        if segment.wrote_position != self.position:
-            return False
-        if segment.size_bytes - self.position < size_bytes + _RESERVE:
-            return False
-        return all(queue_offsets.get(key, 0) == first
-                   for key, first in self.first_offsets.items())
 
 
 def _store_timestamp_offset(buffer: mmap.mmap, position: int) -> int:

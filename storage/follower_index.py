@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import IndexFileFormatError
-from .index_file import IndexFile, index_file_size_bytes, parse_index_file_name
+from .index_file import IndexFile, index_file_size_bytes
+from .index_file_names import parse_index_file_name
 from .index_service import search_files
 
 

@@ -10,7 +10,6 @@ directory gives creation order); `create` only uses it.
 
 from __future__ import annotations
 
-import datetime
 import mmap
 import os
 import struct
@@ -33,7 +32,6 @@ INVALID_INDEX = 0
 """Entry number 0 is never written: a slot or a `previous_index` of 0 ends a chain."""
 INT32_MAX = (1 << 31) - 1
 INT32_MIN = -(1 << 31)
-INDEX_FILE_NAME_DIGITS = 17
 CREATING_SUFFIX = ".creating"
 """A file being prepared; renamed to its 17-digit name once it has its size and header."""
 
@@ -49,39 +47,6 @@ def index_key_hash(key: str) -> int:
     back to MIN_VALUE in Java, which RocketMQ then maps to 0; so do we."""
     value = java_string_hash(key)
     return 0 if value == INT32_MIN else abs(value)
-
-
-def index_file_name(created_ms: int) -> str:
-    """`UtilAll.timeMillisToHumanString`: the local time of `created_ms`, 17 digits."""
-    assert created_ms >= 0
-    created = datetime.datetime.fromtimestamp(created_ms // 1000)
-    return _format_name(created.replace(microsecond=created_ms % 1000 * 1000))
-
-
-def parse_index_file_name(name: str) -> datetime.datetime | None:
-    """The (naive, local) creation time a file name encodes, or None if it is not one."""
-    if len(name) != INDEX_FILE_NAME_DIGITS or not name.isascii() or not name.isdigit():
-        return None
-    try:
-        created = datetime.datetime.strptime(name[:14], "%Y%m%d%H%M%S")
-    except ValueError:
-        return None
-    return created.replace(microsecond=int(name[14:]) * 1000)
-
-
-def index_file_name_after(name: str) -> str:
-    """The name one millisecond later than `name` (for two files created in the same
-    millisecond, or a clock that stepped back)."""
-    created = parse_index_file_name(name)
-    assert created is not None, f"not an index file name: {name!r}"
-    return _format_name(created + datetime.timedelta(milliseconds=1))
-
-
-def _format_name(created: datetime.datetime) -> str:
-    name = (f"{created.year:04d}{created.month:02d}{created.day:02d}{created.hour:02d}"
-            f"{created.minute:02d}{created.second:02d}{created.microsecond // 1000:03d}")
-    assert len(name) == INDEX_FILE_NAME_DIGITS
-    return name
 
 
 def _prepare(fd: int, *, size_bytes: int, end_physical_offset: int,

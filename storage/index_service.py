@@ -25,15 +25,8 @@ from pathlib import Path
 
 from .errors import ConfigError, StoreClosedError
 from .files import fsync_directory
-from .index_file import (
-    CREATING_SUFFIX,
-    INT32_MAX,
-    IndexFile,
-    index_file_name,
-    index_file_name_after,
-    index_file_size_bytes,
-    parse_index_file_name,
-)
+from .index_file import CREATING_SUFFIX, INT32_MAX, IndexFile, index_file_size_bytes
+from .index_file_names import index_file_name, index_file_name_after, parse_index_file_name
 
 INDEX_KEY_SEPARATOR = "#"
 """RocketMQ `buildKey`: topic + "#" + key."""

@@ -20,9 +20,7 @@ key and where it came from; nothing is silently ignored or defaulted.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,13 +29,12 @@ import yaml
 
 from mqstore.storage import ConfigError, StoreConfig
 
+from .config_values import field_types, from_text, from_yaml
 from .replication_settings import ReplicationSettings, check_role
 
 ENV_PREFIX = "MQSTORE_"
 ENV_DATA_DIR = "MQSTORE_DATA_DIR"
 MIB = 1 << 20
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EVENT_LOOPS = ("uvloop", "asyncio")
 
@@ -269,7 +266,7 @@ def load_config(path: str | Path | None, *,
         if key not in SECTIONS:
             raise ConfigError(f"{source}: unknown section {key!r}; expected data_dir, "
                               f"{', '.join(SECTIONS)}")
-        values[key].update(_section_from_yaml(key, section, source=source))
+        values[key].update(_sectionfrom_yaml(key, section, source=source))
     data_dir = _apply_environment(values, data_dir, environ)
     if not isinstance(data_dir, str) or not data_dir:
         raise ConfigError(f"{source}: data_dir is required (a directory path), got "
@@ -296,20 +293,20 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return document
 
 
-def _section_from_yaml(section: str, body: object, *, source: str) -> dict[str, Any]:
+def _sectionfrom_yaml(section: str, body: object, *, source: str) -> dict[str, Any]:
     if body is None:
         return {}
     if not isinstance(body, dict):
         raise ConfigError(f"{source}: {section} must be a mapping of settings, not "
                           f"{type(body).__name__}")
-    types = _field_types(SECTIONS[section])
+    types = field_types(SECTIONS[section])
     values = {}
     for name, value in body.items():
         where = f"{source}: {section}.{name}"
         if name not in types:
             raise ConfigError(f"{where}: unknown setting; {section} has "
                               f"{', '.join(sorted(types))}")
-        values[name] = _from_yaml(value, types[name], where=where)
+        values[name] = from_yaml(value, types[name], where=where)
     return values
 
 
@@ -326,10 +323,10 @@ def _apply_environment(values: dict[str, dict[str, Any]], data_dir: object,
         if section not in SECTIONS:
             raise ConfigError(f"{where}: unknown section {section!r}; expected "
                               f"{', '.join(SECTIONS)}")
-        types = _field_types(SECTIONS[section])
+        types = field_types(SECTIONS[section])
         if name not in types:
             raise ConfigError(f"{where}: unknown setting {section}.{name}")
-        values[section][name] = _from_text(text, types[name], where=where)
+        values[section][name] = from_text(text, types[name], where=where)
     return data_dir
 
 
@@ -338,72 +335,3 @@ def _build(section: str, cls: type[Any], values: dict[str, Any], *, source: str)
         return cls(**values)
     except ConfigError as error:
         raise ConfigError(f"{source}: {section}: {error}") from None
-
-
-def _field_types(section_class: type[Any]) -> dict[str, Any]:
-    hints = typing.get_type_hints(section_class)
-    return {field.name: hints[field.name] for field in dataclasses.fields(section_class)}
-
-
-def _from_yaml(value: object, kind: Any, *, where: str) -> object:
-    """Check a YAML value against the field type: no silent conversions (a quoted "8081"
-    is a string, and a string is not a port)."""
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        return _enum_value(kind, value, where=where)
-    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if kind is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if kind in (bool, str) and isinstance(value, kind):
-        return value
-    if typing.get_origin(kind) is tuple and isinstance(value, list):
-        if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
-            return tuple(value)
-        raise ConfigError(f"{where}: {value!r} must be a list of integers")
-    raise ConfigError(f"{where}: {value!r} is {_yaml_type(value)}; expected "
-                      f"{_type_name(kind)}")
-
-
-def _from_text(text: str, kind: Any, *, where: str) -> object:
-    """Coerce an environment variable's text by the field type."""
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        return _enum_value(kind, text, where=where)
-    try:
-        if kind is int:
-            return int(text)
-        if kind is float:
-            return float(text)
-        if typing.get_origin(kind) is tuple:
-            return tuple(int(item) for item in text.split(",") if item.strip())
-    except ValueError:
-        raise ConfigError(f"{where}: {text!r} is not {_type_name(kind)}") from None
-    if kind is bool:
-        if text.lower() in _TRUE:
-            return True
-        if text.lower() in _FALSE:
-            return False
-        raise ConfigError(f"{where}: {text!r} is not a boolean (true/false/1/0/yes/no)")
-    assert kind is str, f"no coercion for {kind}"
-    return text
-
-
-def _enum_value(kind: type[enum.Enum], value: object, *, where: str) -> enum.Enum:
-    for member in kind:
-        if member.value == value:
-            return member
-    choices = ", ".join(str(member.value) for member in kind)
-    raise ConfigError(f"{where}: {value!r} is not one of {choices}")
-
-
-def _type_name(kind: Any) -> str:
-    if typing.get_origin(kind) is tuple:
-        return "a list of integers"
-    names = {int: "an integer", float: "a number", bool: "a boolean (true/false)",
-             str: "a string"}
-    return names.get(kind, str(kind))
-
-
-def _yaml_type(value: object) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "a list", dict: "a mapping", type(None): "null"}
-    return names.get(type(value), type(value).__name__)

@@ -12,13 +12,10 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage.errors import IndexFileCreateError, IndexFileFormatError, StoreFormatError
-from mqstore.storage.index_file import (
-    INT32_MAX,
-    IndexFile,
+from mqstore.storage.index_file import INT32_MAX, IndexFile, index_file_size_bytes, index_key_hash
+from mqstore.storage.index_file_names import (
     index_file_name,
     index_file_name_after,
-    index_file_size_bytes,
-    index_key_hash,
     parse_index_file_name,
 )
 from mqstore.storage.java_hash import java_string_hash

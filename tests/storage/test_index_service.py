@@ -17,7 +17,8 @@ import pytest
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.errors import ConfigError, IndexFileFormatError, StoreClosedError
-from mqstore.storage.index_file import IndexFile, parse_index_file_name
+from mqstore.storage.index_file import IndexFile
+from mqstore.storage.index_file_names import parse_index_file_name
 from mqstore.storage.index_service import IndexService
 from mqstore.storage.java_hash import java_string_hash
 from tests.conftest import small_config
