@@ -46,14 +46,14 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
                follower: ReplicationClient | None = None) -> web.Application:
     """`follower`: a follower's replication client (its status and metrics are served here,
     and its produce routes refuse with 403)."""
-    metrics = WriterMetrics(store, follower=follower)
+    admission = Admission(limit=settings.put_requests_in_flight_max,
+                          retry_after_s=settings.retry_after_s)
+    metrics = WriterMetrics(store, admission, follower=follower)
     handlers = WriterHandlers(store, settings, metrics,
                               master=follower.settings.master if follower else "")
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
     # including the errors the error middleware shapes (admission's 503 among them).
-    admission = Admission(limit=settings.put_requests_in_flight_max,
-                          retry_after_s=settings.retry_after_s)
     app = web.Application(client_max_size=settings.request_body_size_bytes_max,
                           middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log),
                                        admission.middleware(PUT_ROUTES)])

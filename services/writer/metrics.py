@@ -4,6 +4,8 @@
     mqstore_put_messages_total{status}              messages by put status (no topic label:
                                                     topics are user data, unbounded)
     mqstore_put_latency_seconds{endpoint}           request handling time, histogram
+    mqstore_put_requests_in_flight                  put requests being served (admission.py)
+    mqstore_put_requests_refused_busy_total         refused past put_requests_in_flight_max
     mqstore_commitlog_position_bytes{watermark}     min, wrote, committed, flushed
     mqstore_commit_lag_bytes                        wrote - committed (pool only: 0 without)
     mqstore_flush_lag_bytes                         committed - flushed: lost on a machine crash
@@ -49,6 +51,7 @@ from mqstore.services.common.metrics import (
 from mqstore.storage import MessageStore, PutStatus, RecoveryMode
 from mqstore.storage.retention import disk_usage_bytes, disk_used_ratio
 
+from .admission import Admission
 from .replication_follower import ReplicationClient
 from .replication_status import replication_gauges
 
@@ -131,12 +134,23 @@ def store_counters(store: MessageStore) -> list[GaugeSpec]:
     ]
 
 
+def admission_metrics(admission: Admission) -> list[GaugeSpec]:
+    return [
+        GaugeSpec("mqstore_put_requests_in_flight", "Put requests being served right now.",
+                  lambda: admission.in_flight),
+        CounterSpec("mqstore_put_requests_refused_busy_total",
+                    "Put requests refused with 503 SYSTEM_BUSY: put_requests_in_flight_max "
+                    "were in flight.", lambda: admission.refused_total),
+    ]
+
+
 class WriterMetrics:
     """Owns the app's registry; the middleware times and counts the put routes."""
 
-    def __init__(self, store: MessageStore, *, follower: ReplicationClient | None = None
-                 ) -> None:
+    def __init__(self, store: MessageStore, admission: Admission, *,
+                 follower: ReplicationClient | None = None) -> None:
         self.registry = new_registry([*store_gauges(store), *store_counters(store),
+                                      *admission_metrics(admission),
                                       *replication_gauges(store, follower)])
         self.put_requests = Counter("mqstore_put_requests_total",
                                     "Put requests answered, by route and HTTP code.",

@@ -163,7 +163,7 @@ def test_past_the_in_flight_limit_a_put_is_503_system_busy_and_stores_nothing(
     with MessageStore.open(store_dir, small_config(flush_mode=FlushMode.SYNC)) as store:
         monkeypatch.setattr(os, "fdatasync", lambda fd: (release.wait(10), real_fdatasync(fd)))
 
-        async def scenario() -> tuple[int, str, dict[str, dict[str, str]], int, int]:
+        async def scenario() -> tuple[int, str, dict[str, dict[str, str]], int, int, str]:
             async with writer_client(store, settings) as client:
                 first = asyncio.ensure_future(client.post("/v1/topics/B/messages", json=BODY))
                 while store.wrote_position == 0:  # the first put is in and waits
@@ -172,11 +172,14 @@ def test_past_the_in_flight_limit_a_put_is_503_system_busy_and_stores_nothing(
                 second = await client.post("/v1/topics/B/messages", json=BODY)
                 answer = await second.json()
                 stored_meanwhile = store.wrote_position - wrote
+                metrics = await (await client.get("/metrics")).text()
                 release.set()
                 return (second.status, second.headers.get("Retry-After", ""), answer,
-                        stored_meanwhile, (await first).status)
+                        stored_meanwhile, (await first).status, metrics)
 
-        status, retry_after, answer, stored_meanwhile, first_status = run(scenario)
+        status, retry_after, answer, stored_meanwhile, first_status, metrics = run(scenario)
+    assert "mqstore_put_requests_in_flight 1.0" in metrics
+    assert "mqstore_put_requests_refused_busy_total 1.0" in metrics
     assert (status, retry_after) == (503, "3")
     assert answer["error"]["status"] == "SYSTEM_BUSY"
     assert "put_requests_in_flight_max" in answer["error"]["reason"]
