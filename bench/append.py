@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import mmap
 import os
 import shutil
@@ -171,8 +172,21 @@ def engine(directory: Path, count: int, *, batch: bool, flush: FlushMode, pool: 
     return done * producers / elapsed
 
 
-def median_of(runs: int, measure: Callable[[], float]) -> tuple[float, float, float]:
-    values = [measure() for _ in range(runs)]
+SETTLE_S = 2.0
+"""Pause before every measurement, after `os.sync()`.  This VM's ext4 is mounted with
+`discard`: deleting the previous case's 256 MiB segments makes the virtual disk discard them,
+and the host's work on that slowed the next case by up to 30% (a batch put case measured at
+553k msg/s right after deleting 512 MiB, 750k a few seconds later).  Every case, the limits
+included, starts after the same pause."""
+
+
+def median_of(runs: int, measure: Callable[[], float], *,
+              settle_s: float = SETTLE_S) -> tuple[float, float, float]:
+    values = []
+    for _ in range(runs):
+        os.sync()
+        time.sleep(settle_s)
+        values.append(measure())
     return statistics.median(values), min(values), max(values)
 
 
@@ -187,14 +201,17 @@ def main() -> None:
     parser.add_argument("--sync-messages", type=int, default=40_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--settle-s", type=float, default=SETTLE_S,
+                        help="pause before each measurement (see SETTLE_S)")
     arguments = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="mqstore-bench-", dir=arguments.dir))
     n, runs = arguments.messages, arguments.runs
+    median = functools.partial(median_of, settle_s=arguments.settle_s)
     message_mb = (HEADER.size + len(BODY)) / 1e6
     try:
         raw_mmap_crc(directory, n // 4)  # discarded warm-up: first touch of guest memory
-        raw = median_of(runs, lambda: raw_mmap_crc(directory, n))
-        disk = median_of(runs, lambda: seq_fdatasync_mb_s(directory))
+        raw = median(runs, lambda: raw_mmap_crc(directory, n))
+        disk = median(runs, lambda: seq_fdatasync_mb_s(directory))
         print(f"{'case':<44}{'msg/s':>11}{'min–max':>20}{'MB/s':>9}{'× raw':>8}")
         print(f"{'limit: raw mmap write + crc32 loop':<44}{raw[0]:>11,.0f}"
               f"{f'{raw[1]:,.0f}–{raw[2]:,.0f}':>20}{raw[0] * message_mb:>9,.0f}{1:>8.2f}")
@@ -207,23 +224,23 @@ def main() -> None:
             ("batch put (32), async flush, pool on", True, FlushMode.ASYNC, True, 1, n),
         ]
         for name, batch, flush, pool, producers, count in cases:
-            result = median_of(runs, lambda b=batch, f=flush, p=pool, k=producers, c=count:
+            result = median(runs, lambda b=batch, f=flush, p=pool, k=producers, c=count:
                                engine(directory, c, batch=b, flush=f, pool=p, producers=k))
             _row(name, result, raw[0], message_mb)
         for producers in (1, 16, 64):
             count = arguments.sync_messages if producers > 1 else arguments.sync_messages // 10
             for pool in (False, True):
                 pool_text = "on" if pool else "off"
-                threads = median_of(runs, lambda k=producers, p=pool, c=count: engine(
+                threads = median(runs, lambda k=producers, p=pool, c=count: engine(
                     directory, c, batch=False, flush=FlushMode.SYNC, pool=p, producers=k))
                 _row(f"sync flush, {producers} producer threads, pool {pool_text}", threads,
                      raw[0], message_mb)
-                tasks = median_of(runs, lambda k=producers, p=pool, c=count: engine_asyncio(
+                tasks = median(runs, lambda k=producers, p=pool, c=count: engine_asyncio(
                     directory, c, pool=p, producers=k))
                 _row(f"sync flush, {producers} asyncio producers, pool {pool_text}", tasks,
                      raw[0], message_mb)
-        raw_after = median_of(runs, lambda: raw_mmap_crc(directory, n))
-        disk_after = median_of(runs, lambda: seq_fdatasync_mb_s(directory))
+        raw_after = median(runs, lambda: raw_mmap_crc(directory, n))
+        disk_after = median(runs, lambda: seq_fdatasync_mb_s(directory))
         print(f"limits again at the end: raw loop {raw_after[0]:,.0f} msg/s, "
               f"sequential fdatasync {disk_after[0]:,.0f} MB/s")
     finally:
