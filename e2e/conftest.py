@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,15 @@ from typing import Any
 
 import pytest
 
-from .control_plane import ControlPlane, build_binaries, free_port, start, stop, write_kubeconfig
+from .control_plane import (
+    ControlPlane,
+    build_binaries,
+    free_port,
+    start,
+    stop,
+    terminate,
+    write_kubeconfig,
+)
 from .kube import Kube, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,12 +126,7 @@ class OperatorProcess:
 
     def stop(self) -> int:
         assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
+        code = terminate(self.process)
         self.process = None
         return code
 

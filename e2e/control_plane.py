@@ -106,6 +106,16 @@ def write_kubeconfig(path: Path, *, server: str, token: str, ca_path: Path | Non
     path.chmod(0o600)
 
 
+def terminate(process: subprocess.Popen[bytes], *, timeout_s: float = 30) -> int:
+    """SIGTERM, wait up to `timeout_s`, then SIGKILL; the exit code."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
 def _spawn(name: str, argv: list[str], directory: Path) -> int:
     log = (directory / f"{name}.log").open("ab")
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,

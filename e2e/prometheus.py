@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -24,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from .control_plane import free_port
+from .control_plane import free_port, terminate
 
 PROMETHEUS = "prometheus"
 PROMTOOL = "promtool"
@@ -164,12 +163,7 @@ class Prometheus(PrometheusApi):
     def stop(self) -> int:
         if self.process is None:
             return 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
+        code = terminate(self.process)
         self.process = None
         return code
 
