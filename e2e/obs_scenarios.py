@@ -92,8 +92,7 @@ def start_healthy(brokers: Brokers) -> None:
                                master=master.replication_address, services=("writer",)))
     master.on_tmpfs(ROOMY_BYTES).start_all()
     follower.on_tmpfs(ROOMY_BYTES).start_all()
-    # The follower learns the master's end from a heartbeat, which the master sends only
-    # when idle: connected to a busy master it reports no lag until the first pause.
+    # The follower reports its lag from the first frame (heartbeat or data) it receives.
     wait_for_metric(follower, "writer", "mqstore_replication_master_lag_bytes")
     brokers.workloads.append(Workload(master, batch_size=10, pause_s=0.02,
                                       bad_pulls=True).start())

@@ -40,7 +40,9 @@ class FollowerState:
     connected_at_ms: int = 0
     last_frame_at_ms: int = 0
     master_position: int | None = None
-    """The master's end as its last heartbeat said (heartbeats come only when it is idle)."""
+    """The master's end as far as this follower knows: its last heartbeat (sent only when
+    the master is idle) or the end of the newest frame, whichever is later.  While the master
+    streams without a pause it is a lower bound, so the lag below is too."""
     bytes_received_total: int = 0
     connections_total: int = 0
     last_error: str | None = None
@@ -97,7 +99,8 @@ class ReplicationClient:
 
     @property
     def lag_bytes(self) -> int | None:
-        """The master's end at its last heartbeat minus this log's end, if known."""
+        """The master's known end (`FollowerState.master_position`) minus this log's end;
+        None before the first frame."""
         master = self.state.master_position
         if master is None:
             return None
@@ -169,7 +172,7 @@ class MasterConnection(asyncio.Protocol):
         self._replication.append_raw(position, data)
         state.bytes_received_total += len(data)
         self._appended = True
-        if state.master_position is not None and position + len(data) > state.master_position:
+        if state.master_position is None or position + len(data) > state.master_position:
             state.master_position = position + len(data)
 
     def _arm_timer(self) -> None:

@@ -14,9 +14,10 @@ A follower:
      "connections_total": 3, "last_error": null}
 
 `lag_bytes` on a master is its log's end minus what the follower confirmed (every byte
-written counts, committed or not).  A follower knows its master's end only from heartbeats
-(sent when the master is idle) and the frames since: `master_position` and `lag_bytes` are
-null until the first heartbeat.
+written counts, committed or not).  A follower knows its master's end from heartbeats (sent
+when the master is idle) and from the frames it receives: `master_position` and `lag_bytes`
+are null until the first frame, and a lower bound while the master streams without a pause
+(the master's own `lag_bytes` for the follower is the exact figure).
 
 Series (every writer's; a master's; a follower's):
 
@@ -76,7 +77,7 @@ def replication_gauges(store: MessageStore, client: ReplicationClient | None) ->
             GaugeSpec("mqstore_replication_connected", "1 while connected to the master.",
                       lambda: float(client.state.connected)),
             GaugeSpec("mqstore_replication_master_lag_bytes",
-                      "The master's end (as its last heartbeat said) minus this log's end.",
+                      "The master's known end (last heartbeat or frame) minus this log's end.",
                       lambda: client.lag_bytes),
         ]
     progress = store.replication.progress

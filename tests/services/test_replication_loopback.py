@@ -126,6 +126,27 @@ def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path,
     assert all(mine[name] == theirs[name] for name in written)
 
 
+def test_a_follower_knows_its_lag_from_frames_without_a_heartbeat(tmp_path: Path) -> None:
+    """The master heartbeats only when idle; a follower of a busy master must still report
+    its lag (a lower bound) from the frames it receives."""
+    master = MessageStore.open(tmp_path / "m", small_config())
+    follower = follower_store(tmp_path / "f")
+    put_many(master, 50)
+
+    async def scenario() -> tuple[int | None, int | None]:
+        async with serving(master, heartbeat_interval_ms=60_000,
+                           housekeeping_interval_ms=120_000) as server, \
+                following(follower, server.port) as client:
+            assert client.lag_bytes is None  # nothing received yet
+            await until(lambda: follower.wrote_position == master.wrote_position)
+            return client.state.master_position, client.lag_bytes
+
+    master_position, lag_bytes = run(scenario)
+    assert (master_position, lag_bytes) == (master.wrote_position, 0)
+    master.close()
+    follower.close()
+
+
 def test_a_lagging_follower_catches_up_from_its_end(tmp_path: Path) -> None:
     master = MessageStore.open(tmp_path / "m", small_config())
     put_many(master, 100)
