@@ -17,6 +17,8 @@ the others each made sick in a way an alert of the chart's rule file is meant to
 | obs-slowpull     | all three services; the notifier in a cgroup with | PullLatencyHigh      |
 |                  | 50 ms of CPU per second (a 50m CPU limit) while a |                      |
 |                  | consumer pulls a backlog                          |                      |
+| obs-busy         | a sync-flush writer admitting one put request at  | WritesRefused        |
+|                  | a time, and two producers                         | (SYSTEM_BUSY)        |
 
 Every pod's data directory is a tmpfs of its own, so "disk filling up" depends only on what
 that pod writes (the machine's disk is shared with other work): 32 GiB for the pods that
@@ -42,7 +44,7 @@ HEALTHY = "obs"
 EXPECTED: dict[str, set[str]] = {
     # obs-lag-0 writes ~30 MB/s to the machine's disk: at that rate it is full within 4 h.
     "MqstoreDiskFillingUp": {"obs-disk-0", "obs-lag-0"},
-    "MqstoreWritesRefused": {"obs-disk-0"},
+    "MqstoreWritesRefused": {"obs-disk-0", "obs-busy-0"},
     "MqstoreFlushLagHigh": {"obs-lag-0"},
     "MqstoreDispatchLagHigh": {"obs-lag-0"},
     "MqstoreReplicationLagHigh": {"obs-lag-0"},
@@ -166,4 +168,19 @@ def start_slowpull(brokers: Brokers) -> Sicken:
     return sicken
 
 
-SICK = (start_disk, start_lag, start_pool, start_nofollower, start_slowpull)
+def start_busy(brokers: Brokers) -> Sicken:
+    pod = brokers.add(Pod(brokers.root, "obs-busy", services=("writer",),
+                          store={"flush_mode": "sync"}))
+    pod.with_writer(put_requests_in_flight_max=1)
+    pod.on_tmpfs(ROOMY_BYTES).start_all()
+
+    def sicken() -> None:
+        # Two producers without pauses: while one waits for its sync, the other's request
+        # finds the one admission taken and is refused (503 SYSTEM_BUSY).
+        for _ in range(2):
+            brokers.workloads.append(Workload(pod, batch_size=5, pause_s=0.0,
+                                              consume=False).start())
+    return sicken
+
+
+SICK = (start_disk, start_lag, start_pool, start_nofollower, start_slowpull, start_busy)

@@ -52,6 +52,13 @@ class Pod(Node):
         self.config.write_text(json.dumps(config))
         return self
 
+    def with_writer(self, **settings: Any) -> Pod:
+        """Override writer settings of the config file (e.g. a tiny in-flight limit)."""
+        config = json.loads(self.config.read_text())
+        config.setdefault("writer", {}).update(settings)
+        self.config.write_text(json.dumps(config))
+        return self
+
     def on_tmpfs(self, size_bytes: int) -> Pod:
         """The data directory on a tmpfs of its own: a volume of a known, fixed capacity
         whose usage only this pod changes (the machine's disk is shared)."""
