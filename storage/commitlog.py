@@ -185,22 +185,23 @@ class CommitLog:
         physical = guess.physical_offset
         next_offsets = guess.next_offsets
         host = self.store_host_packed
+        add_result = results.append
         key: QueueKey | None = None
         next_offset = 0
         for message in messages:
-            if key is None or message.queue_id != key[1] or message.topic != key[0]:
-                if key is not None:
-                    next_offsets[key] = next_offset
-                key = (message.topic, message.queue_id)
-                next_offset = next_offsets.get(key, -1)
-                if next_offset < 0:
-                    next_offset = guess.first_offset(key)
             try:
                 layout, size, crc, queue_id, flag, born_ms, born_host, body, tail, store_host = \
                     prepare(message)
             except MessageIllegalError as error:
                 raise MessageIllegalError(
                     f"message {len(results)} of the batch: {error}") from None
+            if key is None or queue_id != key[1] or message.topic != key[0]:
+                if key is not None:
+                    next_offsets[key] = next_offset
+                key = (message.topic, queue_id)
+                next_offset = next_offsets.get(key, -1)
+                if next_offset < 0:
+                    next_offset = guess.first_offset(key)
             # the head as `put` packs it, with the guessed offsets
             parts += (layout.head.pack(size, layout.magic, crc, queue_id, flag, next_offset,
                                        physical, layout.host_sysflag,
@@ -208,7 +209,7 @@ class CommitLog:
                                        born_host[1], now_ms, store_host[0], store_host[1], 0, 0,
                                        len(body)),
                       body, tail)
-            results.append(PutResult(_PUT_OK, physical, next_offset, now_ms, size, "", host))
+            add_result(PutResult(_PUT_OK, physical, next_offset, now_ms, size, "", host))
             next_offset += 1
             physical += size
         assert key is not None
