@@ -24,20 +24,18 @@ reads; a commit never moves an offset back).  Errors are `mqstore.client`'s: 4xx
 
 from __future__ import annotations
 
-import http.client
 import time
 from collections.abc import Sequence
 from types import TracebackType
 
-from .backoff import Backoff
 from .calls import base_path
+from .connection import RetryingConnection
 from .consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
-from .errors import UnavailableError
-from .results import retry_after_s
 
 DEFAULT_WAIT_MS = 5_000
 """How long a poll waits for new messages by default: short enough for a loop to notice a
 stop request, long enough that an idle consumer costs one request per 5 s."""
+JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 class Consumer:
@@ -45,15 +43,10 @@ class Consumer:
                  timeout_s: float = 10.0, retries_max: int = 3, backoff_initial_ms: int = 50,
                  backoff_max_ms: int = 2000) -> None:
         parts, prefix = base_path(url)
-        self._connection_class = (http.client.HTTPSConnection if parts.scheme == "https"
-                                  else http.client.HTTPConnection)
-        self._host = parts.hostname or ""
-        self._port = parts.port
-        self._timeout_s = timeout_s
-        self._backoff = Backoff(retries_max=retries_max, initial_ms=backoff_initial_ms,
-                                max_ms=backoff_max_ms)
+        self._http = RetryingConnection(parts, timeout_s=timeout_s, retries_max=retries_max,
+                                        backoff_initial_ms=backoff_initial_ms,
+                                        backoff_max_ms=backoff_max_ms)
         self._state = ConsumerState(prefix, group, topic, tags=tags)
-        self._connection: http.client.HTTPConnection | None = None
 
     @property
     def positions(self) -> dict[int, int]:
@@ -81,9 +74,7 @@ class Consumer:
 
     def close(self) -> None:
         """Close the connection; uncommitted messages will be delivered again."""
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        self._http.close()
 
     def __enter__(self) -> Consumer:
         return self
@@ -93,35 +84,7 @@ class Consumer:
         self.close()
 
     def _call(self, request: Request, *, wait_ms: int) -> dict[str, object]:
-        backoff = self._backoff
-        for attempt in range(backoff.retries_max + 1):
-            last = attempt == backoff.retries_max
-            try:
-                http_status, retry_after, body = self._send(request, wait_ms=wait_ms)
-            except (OSError, http.client.HTTPException) as error:
-                self.close()
-                if last:
-                    raise UnavailableError(f"{request.method} {request.path}: no answer after "
-                                           f"{attempt + 1} attempts: {error!r}") from error
-                time.sleep(backoff.delay_s(attempt))
-                continue
-            if http_status == 503 and not last:
-                time.sleep(backoff.delay_s(attempt, retry_after_s=retry_after_s(retry_after)))
-                continue
-            return read_answer(request, http_status, body)
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _send(self, request: Request, *, wait_ms: int) -> tuple[int, str | None, bytes]:
-        timeout_s = self._timeout_s + wait_ms / 1000  # a held poll answers after its wait
-        if self._connection is None:
-            self._connection = self._connection_class(self._host, self._port,
-                                                      timeout=timeout_s)
-        connection = self._connection
-        connection.timeout = timeout_s
-        if connection.sock is not None:
-            connection.sock.settimeout(timeout_s)
-        connection.request(request.method, request.path, body=request.body,
-                           headers={"Content-Type": "application/json"})
-        response = connection.getresponse()
-        body = response.read()
-        return response.status, response.getheader("Retry-After"), body
+        # a held poll answers after its wait: the timeout runs on top of it
+        http_status, body = self._http.exchange(request.method, request.path, request.body,
+                                                JSON_HEADERS, wait_s=wait_ms / 1000)
+        return read_answer(request, http_status, body)

@@ -13,7 +13,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 import mqstore.client.async_producer
-import mqstore.client.producer
+import mqstore.client.connection
 from mqstore.client import (
     AsyncProducer,
     BadRequestError,
@@ -62,7 +62,7 @@ def test_send_and_send_batch(store: MessageStore, writer_url: str) -> None:
 
 def test_bad_request_raises_at_once(writer_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr(mqstore.client.producer, "_sleep", sleeps.append)
+    monkeypatch.setattr(mqstore.client.connection, "_sleep", sleeps.append)
     with Producer(writer_url) as producer, pytest.raises(BadRequestError) as error:
         producer.send("bad topic", b"x")
     assert (error.value.http_status, error.value.status) == (400, "MESSAGE_ILLEGAL")
@@ -92,7 +92,7 @@ def test_503_is_retried_after_retry_after_then_succeeds(store_dir: Path,
             while store.pool_free_count == 0 and time.monotonic() < deadline:
                 time.sleep(0.001)
 
-        monkeypatch.setattr(mqstore.client.producer, "_sleep", sleep)
+        monkeypatch.setattr(mqstore.client.connection, "_sleep", sleep)
         settings = WriterSettings(retry_after_s=1)
         with app_on_thread(create_app(store, settings)) as url, Producer(url) as producer:
             results = [producer.send("P", BIG, queue_id=0) for _ in range(30)]
@@ -108,7 +108,7 @@ def test_connection_failures_are_retried_then_unavailable(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     sleeps: list[float] = []
-    monkeypatch.setattr(mqstore.client.producer, "_sleep", sleeps.append)
+    monkeypatch.setattr(mqstore.client.connection, "_sleep", sleeps.append)
     with Producer(f"http://127.0.0.1:{port}", retries_max=2) as producer, \
             pytest.raises(UnavailableError, match="no answer after 3 attempts") as error:
         producer.send("T", b"x")
