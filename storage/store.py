@@ -258,7 +258,7 @@ class MessageStore(StoreReads):
     @property
     def put_waits(self) -> bool:
         """True if a put's answer waits for a sync (sync flush) or a follower (sync master):
-        callers on an event loop then use `submit`."""
+        callers on an event loop then use `submit` or `put_callback`."""
         return self._acks.waits
 
     def append(self, topic: str, queue_id: int, data: bytes) -> int:
