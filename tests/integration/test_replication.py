@@ -124,14 +124,20 @@ def assert_on_follower(data_dir: Path, acknowledged: list[tuple[int, bytes]]) ->
 SYNC_STORE = {"replication_sync_timeout_ms": 1000}
 
 
-def test_kill9_of_the_follower_under_sync_master_never_gives_a_false_put_ok(
-        tmp_path: Path, nodes: list[Node]) -> None:
+def _connected_sync_pair(tmp_path: Path, nodes: list[Node]) -> tuple[Node, Node]:
+    """A sync master and its follower, started, the follower connected."""
     master = Node(tmp_path, "master", role="sync_master", store=SYNC_STORE)
     follower = Node(tmp_path, "follower", role="follower", master=master.replication_address)
     nodes += [master, follower]
     master.start()
     follower.start()
     wait_for(lambda: bool(master.status()["followers"]), what="follower connected")
+    return master, follower
+
+
+def test_kill9_of_the_follower_under_sync_master_never_gives_a_false_put_ok(
+        tmp_path: Path, nodes: list[Node]) -> None:
+    master, follower = _connected_sync_pair(tmp_path, nodes)
     producers = Producers(master.url(), threads=4)
     wait_for(lambda: producers.count("PUT_OK") >= 200, what="200 acknowledged")
     follower.kill()
@@ -154,12 +160,7 @@ def test_kill9_of_the_follower_under_sync_master_never_gives_a_false_put_ok(
 
 def test_kill9_of_the_sync_master_loses_no_acknowledged_message(tmp_path: Path,
                                                               nodes: list[Node]) -> None:
-    master = Node(tmp_path, "master", role="sync_master", store=SYNC_STORE)
-    follower = Node(tmp_path, "follower", role="follower", master=master.replication_address)
-    nodes += [master, follower]
-    master.start()
-    follower.start()
-    wait_for(lambda: bool(master.status()["followers"]), what="follower connected")
+    master, follower = _connected_sync_pair(tmp_path, nodes)
     producers = Producers(master.url(), threads=4)
     wait_for(lambda: producers.count("PUT_OK") >= 500, what="500 acknowledged")
     master.kill()
