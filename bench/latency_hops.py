@@ -33,7 +33,7 @@ import aiohttp
 import harness
 from harness import BODY
 
-from mqstore.storage.watermarks import PositionsFile
+from mqstore.storage.files.watermarks import PositionsFile
 
 TOPIC = "Hops"
 POLL_INTERVAL_S = 50e-6

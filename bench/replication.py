@@ -62,7 +62,8 @@ STORE = {"segment_size_bytes": 64 << 20, "pool_buffer_count": 3,
 RESULTS = Path(os.environ.get("MQSTORE_BENCH_RESULTS_DIR", Path(__file__).parent / "results"))
 NO_DEMAND_BOOTSTRAP = """
 import sys
-from mqstore.storage import flush, replication
+from mqstore.storage.log import flush
+from mqstore.storage.replication import replication
 init = replication.Replication.__init__
 def without_commit_on_demand(self, *args, **kwargs):
     init(self, *args, **kwargs)

@@ -3,7 +3,7 @@ select, build the columns.
 
 Corrupt records (see decode.py for the checks) fail the read with `CorruptRecordError`, which
 names every bad offset of the batch, or with `OnCorrupt.SKIP` are dropped and logged (with
-their offsets) on the executor.  The engine's group-commit fillers (storage/padding.py) are
+their offsets) on the executor.  The engine's group-commit fillers (storage/format/padding.py) are
 never rows, as `MessageStore.iter_messages` never yields them.
 """
 
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqstore.storage.errors import StoreFormatError
-from mqstore.storage.padding import PADDING_TOPIC
+from mqstore.storage.format.padding import PADDING_TOPIC
 
 from .columns import binary_array, properties_columns, string_array, take_ranges
 from .decode import Heads, HostTable, check_crcs, corruptions, decode_heads

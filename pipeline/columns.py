@@ -8,7 +8,7 @@ and their TAGS and KEYS) are cut out of the segment with index arithmetic:
 * `take_ranges` gathers many short byte ranges into one buffer plus Arrow offsets;
 * `split_ranges` cuts each record's bytes at a separator (0x02 between properties, a space
   between keys), as `str.split` would, into (start, end, owner) pieces;
-* properties follow RocketMQ's decoder (storage/properties.py): pieces shorter than 3
+* properties follow RocketMQ's decoder (storage/format/properties.py): pieces shorter than 3
   characters and pieces without a NAME_VALUE_SEPARATOR strictly inside are ignored.  A
   property name repeated within one record (no producer writes that) stays repeated in the map;
   TAGS and KEYS take the last, as the engine's dict does.
@@ -20,7 +20,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from mqstore.storage.properties import KEY_SEPARATOR, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from mqstore.storage.format.properties import (
+    KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+)
 
 from .schema import KEYS_TYPE, PROPERTIES_TYPE
 

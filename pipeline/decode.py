@@ -1,6 +1,6 @@
 """Bulk decoding: the records at known starts of one segment, to one Arrow record batch.
 
-The record layout is storage/record.py's (`RECORD_FIELDS`, one `RecordLayout` per host family
+The record layout is storage/format/record.py's (`RECORD_FIELDS`, one `RecordLayout` per host family
 and version); this module reads the same fields at the layout's own offsets, for a whole batch
 of records at once: each fixed head is gathered into a (records × head size) byte matrix and
 every field is a column slice of it.  Records are grouped by layout (almost always one: IPv4
@@ -17,8 +17,8 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-from mqstore.storage import record
-from mqstore.storage.message import format_host
+from mqstore.storage.format import record
+from mqstore.storage.format.message import format_host
 
 from .walk import Corruption
 

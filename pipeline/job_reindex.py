@@ -1,7 +1,7 @@
 """Reindex job: consume queues and the index rebuilt from the commit log alone, into a new
 directory, byte for byte what the engine's dispatch writes.
 
-Dispatch (storage/dispatch.py) does, per record in log order: a consume queue entry
+Dispatch (storage/dispatch/dispatcher.py) does, per record in log order: a consume queue entry
 (position, size, hash of TAGS) at the record's queue offset, for untransacted and committed
 messages; and index entries `topic#UNIQ_KEY` then `topic#key` per KEYS entry, for every
 message, into the newest index file, a new one when it is full.  Here Spark splits that work
@@ -32,14 +32,14 @@ from pathlib import Path
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
-from mqstore.storage import record
-from mqstore.storage.consume_queues import ConsumeQueues
-from mqstore.storage.index_file import IndexFile
-from mqstore.storage.index_file_names import index_file_name, index_file_name_after
-from mqstore.storage.index_service import index_key
-from mqstore.storage.java_hash import java_string_hash
-from mqstore.storage.properties import PROPERTY_UNIQUE_KEY
-from mqstore.storage.startup import INDEX_DIRECTORY
+from mqstore.storage.files.index_file import IndexFile
+from mqstore.storage.format import record
+from mqstore.storage.format.index_file_names import index_file_name, index_file_name_after
+from mqstore.storage.format.java_hash import java_string_hash
+from mqstore.storage.format.properties import PROPERTY_UNIQUE_KEY
+from mqstore.storage.index.index_service import index_key
+from mqstore.storage.queues.consume_queues import ConsumeQueues
+from mqstore.storage.recovery.startup import INDEX_DIRECTORY
 
 from .job_export import store_frame
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from mqstore.storage.scrub import Corruption, SegmentSummary, scan_segment, segment_paths
+from mqstore.storage.recovery.scrub import Corruption, SegmentSummary, scan_segment, segment_paths
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,7 @@ import enum
 from collections.abc import Mapping
 from typing import TypeVar
 
-from mqstore.storage.padding import PADDING_TOPIC
+from mqstore.storage.format.padding import PADDING_TOPIC
 
 MAX_PARTITION_BYTES_DEFAULT = 128 << 20
 """Spark's own `spark.sql.files.maxPartitionBytes` default: a task of this many bytes of

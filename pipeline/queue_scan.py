@@ -2,7 +2,7 @@
 readable, and the entries of an offset range.
 
     consumequeue/<topic>/<queue id>/<20-digit start byte position>   20-byte entries
-    (storage/consume_queue_file.py: int64 physical offset, int32 size, int64 tags code)
+    (storage/files/consume_queue_file.py: int64 physical offset, int32 size, int64 tags code)
 
 A queue's readable end is the first entry that is not valid (offset < 0 or size <= 0; the
 never-written tail of a file is zeros), as the engine's own recovery finds it.  The indexer
@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from mqstore.storage import record
-from mqstore.storage.consume_queue_file import ENTRY_DTYPE, ENTRY_SIZE_BYTES, FILLER_SIZE
-from mqstore.storage.consume_queues import CONSUME_QUEUE_DIRECTORY
 from mqstore.storage.errors import StoreFormatError
-from mqstore.storage.mapped_file import parse_offset_file_name
-from mqstore.storage.padding import PADDING_TOPIC
+from mqstore.storage.files.consume_queue_file import ENTRY_DTYPE, ENTRY_SIZE_BYTES, FILLER_SIZE
+from mqstore.storage.files.mapped_file import parse_offset_file_name
+from mqstore.storage.format import record
+from mqstore.storage.format.padding import PADDING_TOPIC
+from mqstore.storage.queues.consume_queues import CONSUME_QUEUE_DIRECTORY
 
 from .store_files import segment_path
 

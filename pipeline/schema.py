@@ -1,6 +1,6 @@
 """The rows of the `mqstore` data source: one per message, every field of the record.
 
-| column             | Spark type               | from the record (storage/record.py)          |
+| column             | Spark type               | from the record (storage/format/record.py)    |
 |--------------------|--------------------------|----------------------------------------------|
 | topic              | string                   | TOPIC                                        |
 | queue_id           | int                      | QUEUEID                                      |

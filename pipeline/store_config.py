@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mqstore.storage import ConfigError, StoreConfig
-from mqstore.storage.consume_queues import CONSUME_QUEUE_DIRECTORY
-from mqstore.storage.scrub import segment_paths
+from mqstore.storage.queues.consume_queues import CONSUME_QUEUE_DIRECTORY
+from mqstore.storage.recovery.scrub import segment_paths
 
 OPTION_PREFIX = "store."
 _HINTS = typing.get_type_hints(StoreConfig)

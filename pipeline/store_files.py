@@ -19,12 +19,12 @@ import mmap
 import os
 from pathlib import Path
 
-from mqstore.storage import record
 from mqstore.storage.errors import StoreFormatError
-from mqstore.storage.publisher import POSITIONS_FILE
-from mqstore.storage.scrub import segment_paths
-from mqstore.storage.segment import parse_segment_name
-from mqstore.storage.watermarks import PositionsFile
+from mqstore.storage.files.segment import parse_segment_name
+from mqstore.storage.files.watermarks import PositionsFile
+from mqstore.storage.format import record
+from mqstore.storage.log.publisher import POSITIONS_FILE
+from mqstore.storage.recovery.scrub import segment_paths
 
 from .options import POSITION_MAX
 

@@ -2,7 +2,7 @@
 middle of one.
 
 A commit log has no sync markers, so the only way to know where records start is to walk from
-a known start along each record's TOTALSIZE (storage/record.py: @0 TOTALSIZE, @4 MAGIC).  A
+a known start along each record's TOTALSIZE (storage/format/record.py: @0 TOTALSIZE, @4 MAGIC).  A
 segment's first record starts at byte 0; a task that reads a byte range [a, b) of a segment
 instead of all of it needs the first record starting at or after `a`.  Every record names
 its own position in PHYSICALOFFSET (@28), so a record start is recognised by a MAGIC at +4 and
@@ -23,8 +23,8 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
-from mqstore.storage import record
 from mqstore.storage.errors import StoreFormatError
+from mqstore.storage.format import record
 
 FIXED_SIZE_BYTES_MIN = 91
 """The smallest record (v1, IPv4 hosts, empty body, topic and properties)."""

@@ -39,8 +39,8 @@ from mqstore.storage import (
     StoreError,
     StoreLockedError,
 )
-from mqstore.storage.checkpoint import read_checkpoint
-from mqstore.storage.scrub import (
+from mqstore.storage.files.checkpoint import read_checkpoint
+from mqstore.storage.recovery.scrub import (
     scan_consume_queues,
     scan_index,
     scan_store,

@@ -12,7 +12,7 @@ import time
 
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.storage import ConfigError, StoreError
-from mqstore.storage.segment import CommitLogSegment, segment_name
+from mqstore.storage.files.segment import CommitLogSegment, segment_name
 
 SEGMENT_NAME_LENGTH = 20
 """Segment files are named by their start position in 20 decimal digits."""

@@ -4,7 +4,6 @@ No asyncio, no HTTP: the services, the operator and the Spark pipeline build on 
 The public API is re-exported here.
 """
 
-from .checkpoint import CheckpointState
 from .config import FlushMode, PreallocateMethod, StoreConfig
 from .errors import (
     AppendError,
@@ -20,15 +19,16 @@ from .errors import (
     StoreLockedError,
     TopicNameError,
 )
-from .message import Message, PutResult, PutStatus, StoredMessage
-from .read_cache import ReadCacheStats
-from .reads import GetResult, GetStatus, NoRecordError
-from .record import SysFlag
-from .recovery import RecoveryMode, RecoveryReport
+from .files.checkpoint import CheckpointState
+from .format.message import Message, PutResult, PutStatus, StoredMessage
+from .format.record import SysFlag
+from .format.topic import validate_topic
+from .race.read_cache import ReadCacheStats
+from .reads.reads import GetResult, GetStatus, NoRecordError
+from .recovery.recovery import RecoveryMode, RecoveryReport
 from .roles import BrokerRole
 from .stats import StoreStats
 from .store import MessageStore
-from .topic import validate_topic
 
 __all__ = [
     "AppendError",

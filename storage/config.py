@@ -18,7 +18,7 @@ from .config_checks import (
     check_role,
 )
 from .errors import ConfigError
-from .hosts import parse_host
+from .format.hosts import parse_host
 from .roles import BrokerRole
 
 PAGE_SIZE_BYTES = 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .message import PutStatus
+    from .format.message import PutStatus
 
 
 class StoreError(Exception):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .recovery import RecoveryMode
+from .recovery.recovery import RecoveryMode
 
 
 @dataclasses.dataclass(frozen=True)

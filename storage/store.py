@@ -20,23 +20,23 @@ from functools import partial
 from pathlib import Path
 from types import TracebackType
 
-from .allocator import SegmentAllocator
-from .commitlog import CommitLog
-from .commitlog_reader import CommitLogReader
 from .config import StoreConfig
-from .dispatch import Dispatcher, DispatchService, Listener
-from .flush import AsyncFlushService, CommitService, GroupCommitService, GroupCommitStats
-from .message import Message, PutResult
-from .pool import TransientStorePool
-from .publisher import PositionsPublisher, chain, positions_snapshot
-from .queue_flush import QueueFlushService
-from .race import RaceApi
-from .replica_sync import GroupTransferService
-from .replication import start_replication
-from .retention import RetentionService
+from .dispatch.dispatcher import Dispatcher, DispatchService, Listener
+from .dispatch.queue_flush import QueueFlushService
+from .format.message import Message, PutResult
+from .log.allocator import SegmentAllocator
+from .log.commitlog import CommitLog
+from .log.commitlog_reader import CommitLogReader
+from .log.flush import AsyncFlushService, CommitService, GroupCommitService, GroupCommitStats
+from .log.pool import TransientStorePool
+from .log.publisher import PositionsPublisher, chain, positions_snapshot
+from .log.retention import RetentionService
+from .race.race import RaceApi
+from .recovery.startup import OpenedStore, open_directory
+from .replication.replica_sync import GroupTransferService
+from .replication.replication import start_replication
 from .roles import BrokerRole
 from .service_thread import ServiceThread
-from .startup import OpenedStore, open_directory
 from .stats import StoreStats
 from .store_reads import StoreReads
 

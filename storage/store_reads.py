@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from . import reads
 from .config import StoreConfig
-from .consume_queues import ConsumeQueues
 from .errors import StoreClosedError, StoreError
-from .index_service import IndexService
-from .message import StoredMessage
-from .reads import GetResult, NoRecordError
-from .segment_queue import SegmentQueue
+from .format.message import StoredMessage
+from .index.index_service import IndexService
+from .log.segment_queue import SegmentQueue
+from .queues.consume_queues import ConsumeQueues
+from .reads import reads
+from .reads.reads import GetResult, NoRecordError
 
 
 class StoreReads:

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from mqstore.storage.message import offset_msg_id as msg_id
+from mqstore.storage.format.message import offset_msg_id as msg_id
 
 __all__ = ["BATCH_MEDIA_TYPE", "RESULT_MEDIA_TYPE", "STATUS_NAMES", "BatchCodec", "ResultCodec",
            "ResultRow", "WireFormatError", "WireMessage", "msg_id"]

@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 from mqstore.services.common.config_file import IndexerSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.services.common.metrics import GaugeSpec, new_registry
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 
 from .notices import NoticeHub
 from .openapi import indexer_openapi

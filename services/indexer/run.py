@@ -18,7 +18,7 @@ from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 
 from .app import STATE, create_app
 from .notices import NoticeHub

@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from mqstore.storage import GetResult, StoredMessage
-from mqstore.storage.properties import PROPERTY_KEYS, PROPERTY_TAGS
+from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
 
 _SHOWN_SEPARATELY = frozenset({PROPERTY_TAGS, PROPERTY_KEYS})
 

@@ -27,8 +27,8 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
-from mqstore.storage.consumer_offsets import ConsumerOffsets
-from mqstore.storage.follower import Follower
+from mqstore.storage.files.consumer_offsets import ConsumerOffsets
+from mqstore.storage.reads.follower import Follower
 
 from .answers import behind_bytes_max
 from .handlers import NotifierHandlers

@@ -15,12 +15,12 @@ from aiohttp import web
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import ServiceError, json_response
 from mqstore.storage import NoRecordError, StoreFormatError
-from mqstore.storage.consumer_offsets import (
+from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
     ConsumerOffsets,
     OffsetsLockTimeoutError,
 )
-from mqstore.storage.follower import Follower
+from mqstore.storage.reads.follower import Follower
 
 from .answers import message_json
 from .held import HeldPullsFullError

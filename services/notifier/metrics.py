@@ -25,7 +25,7 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 
 from mqstore.services.common.metrics import GaugeSpec, new_registry, timing_middleware
-from mqstore.storage.follower import Follower
+from mqstore.storage.reads.follower import Follower
 
 from .held import CAUSES, HeldPulls
 

@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.storage import StoreError
-from mqstore.storage.follower import Follower
+from mqstore.storage.reads.follower import Follower
 
 from .held import NOTICE, REFRESH, HeldPulls
 from .metrics import NotifierMetrics

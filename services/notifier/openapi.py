@@ -2,7 +2,7 @@
 
 The rules live in the docstrings of the modules that implement them (long polling in
 pulls.py, validation in requests.py, the offsets file and its multi-replica rule in
-storage/consumer_offsets.py); the document quotes them rather than restating them.
+storage/files/consumer_offsets.py); the document quotes them rather than restating them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from mqstore.services.common import openapi
 from mqstore.storage import GetStatus
-from mqstore.storage import consumer_offsets as offsets_module
+from mqstore.storage.files import consumer_offsets as offsets_module
 
 from . import pulls, requests
 

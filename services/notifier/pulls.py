@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mqstore.storage import GetStatus
-from mqstore.storage.follower import Follower
+from mqstore.storage.reads.follower import Follower
 
 from .answers import message_json, pull_json, suggest_follower
 from .held import SHUTDOWN, HeldPulls

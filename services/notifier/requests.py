@@ -22,7 +22,7 @@ from aiohttp import web
 
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
 from mqstore.storage import TopicNameError, validate_topic
-from mqstore.storage.consumer_offsets import (
+from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
     QUEUE_ID_MAX,
     GroupNameError,

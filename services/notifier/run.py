@@ -18,8 +18,8 @@ from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.storage import ConfigError
-from mqstore.storage.consumer_offsets import ConsumerOffsets
-from mqstore.storage.follower import Follower
+from mqstore.storage.files.consumer_offsets import ConsumerOffsets
+from mqstore.storage.reads.follower import Follower
 
 from .app import create_app
 

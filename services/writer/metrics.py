@@ -49,7 +49,7 @@ from mqstore.services.common.metrics import (
     timing_middleware,
 )
 from mqstore.storage import MessageStore, PutStatus, RecoveryMode
-from mqstore.storage.retention import disk_usage_bytes, disk_used_ratio
+from mqstore.storage.log.retention import disk_usage_bytes, disk_used_ratio
 
 from .admission import Admission
 from .replication_follower import ReplicationClient

@@ -32,7 +32,7 @@ import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings
 from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
-from mqstore.storage.replica_sync import ReplicaProgress
+from mqstore.storage.replication.replica_sync import ReplicaProgress
 
 from .replication_protocol import ProtocolError, ReportReader, encode_frame_head
 

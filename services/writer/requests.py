@@ -32,7 +32,7 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
 from mqstore.services.common.wire import WireMessage
 from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
-from mqstore.storage.properties import PROPERTY_KEYS, PROPERTY_TAGS
+from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
 
 from .queue_choice import RoundRobinQueues
 

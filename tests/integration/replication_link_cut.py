@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from mqstore.client import OutgoingMessage, Producer
-from mqstore.storage.watermarks import PositionsFile
+from mqstore.storage.files.watermarks import PositionsFile
 from tests.integration.replicas import Node, assert_same_log, wait_for
 
 MASTER_ADDRESS = "10.77.0.1"

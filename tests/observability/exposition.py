@@ -23,7 +23,7 @@ from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.writer import create_app as create_writer_app
 from mqstore.storage import BrokerRole, Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.conftest import small_config
 from tests.services.notifier_stack import notifier_app, settings, wait_connected
 from tests.services.test_replication_loopback import following, serving, until

@@ -24,9 +24,9 @@ from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.notifier import create_app
 from mqstore.services.notifier.app import STATE
 from mqstore.storage import MessageStore, StoreConfig
-from mqstore.storage.consumer_offsets import ConsumerOffsets
-from mqstore.storage.follower import Follower
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files.consumer_offsets import ConsumerOffsets
+from mqstore.storage.reads.follower import Follower
 from tests.storage.split_helpers import indexer_config, writer_config
 
 Client = TestClient[Any, Any]

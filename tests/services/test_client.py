@@ -26,7 +26,7 @@ from mqstore.client.backoff import Backoff
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore
-from mqstore.storage.segment import CommitLogSegment
+from mqstore.storage.files.segment import CommitLogSegment
 from tests.conftest import small_config
 from tests.services.serving import app_on_thread, run
 

@@ -13,7 +13,7 @@ from mqstore.services.indexer.app import create_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.indexer.openapi import indexer_openapi
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.schema_check import check
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 

@@ -13,7 +13,7 @@ from mqstore.services.common.config_file import IndexerSettings
 from mqstore.services.indexer.app import create_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.storage.split_helpers import indexer_config, writer_config
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from mqstore.services.notifier.app import HELD
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import metric, notifier_app, settings, wait_until
 from tests.services.serving import run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config

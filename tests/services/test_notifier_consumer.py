@@ -17,9 +17,9 @@ from aiohttp import web
 from mqstore.client import AsyncConsumer, BadRequestError, Consumer, UnavailableError
 from mqstore.services.notifier import create_app
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.consumer_offsets import ConsumerOffsets
-from mqstore.storage.follower import Follower
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files.consumer_offsets import ConsumerOffsets
+from mqstore.storage.reads.follower import Follower
 from tests.services.notifier_stack import follower_config, notifier_app, settings
 from tests.services.serving import app_on_thread, run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config

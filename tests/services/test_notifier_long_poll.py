@@ -13,7 +13,7 @@ from aiohttp import web
 
 from mqstore.services.notifier.app import FEED, HELD, STATE
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import metric, notifier_app, settings, stack, wait_until
 from tests.services.serving import run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config

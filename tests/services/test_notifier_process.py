@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.processes import MQSTORE
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 

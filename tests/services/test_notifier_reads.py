@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import Client, follower_config, notifier_app, settings
 from tests.services.serving import run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config

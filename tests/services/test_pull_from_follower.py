@@ -8,7 +8,7 @@ from typing import Any
 
 from mqstore.services.notifier.answers import behind_bytes_max, suggest_follower
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import notifier_app, settings
 from tests.services.serving import run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config

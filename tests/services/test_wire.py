@@ -18,7 +18,7 @@ from mqstore.services.common.wire import (
     msg_id,
 )
 from mqstore.storage import PutStatus
-from mqstore.storage.message import offset_msg_id
+from mqstore.storage.format.message import offset_msg_id
 
 topics = st.text(alphabet="abcXYZ019%|_-", min_size=1, max_size=40)
 utf8_texts = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1,

@@ -14,7 +14,7 @@ import pytest
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.writer.statuses import refusal
 from mqstore.storage import FlushMode, Message, MessageStore, PutResult, PutStatus
-from mqstore.storage.segment import CommitLogSegment
+from mqstore.storage.files.segment import CommitLogSegment
 from tests.conftest import small_config
 from tests.services.serving import run, writer_client
 

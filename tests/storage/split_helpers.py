@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from mqstore.storage import MessageStore, StoreConfig
-from mqstore.storage.consume_queues import ConsumeQueues
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.queues.consume_queues import ConsumeQueues
 from tests.conftest import small_config
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.storage.consume_queue import ConsumeQueue, ConsumeQueueGapError
-from mqstore.storage.consume_queue_file import ENTRY, ENTRY_SIZE_BYTES
+from mqstore.storage.files.consume_queue_file import ENTRY, ENTRY_SIZE_BYTES
+from mqstore.storage.queues.consume_queue import ConsumeQueue, ConsumeQueueGapError
 
 FILE_BYTES = 10 * ENTRY_SIZE_BYTES  # ten entries a file: rolls happen quickly
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import FlushMode, Message, MessageStore, PutResult, PutStatus
-from mqstore.storage.lockfile import AbortMarker
+from mqstore.storage.files.lockfile import AbortMarker
 from tests.conftest import small_config
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import GetStatus, Message, MessageStore, NoRecordError
-from mqstore.storage.consume_queue_file import ENTRY
-from mqstore.storage.follower import Follower
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files.consume_queue_file import ENTRY
+from mqstore.storage.reads.follower import Follower
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 
 Row = tuple[int, int, bytes, str | None, tuple[str, ...]]

@@ -12,13 +12,18 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage.errors import IndexFileCreateError, IndexFileFormatError, StoreFormatError
-from mqstore.storage.index_file import INT32_MAX, IndexFile, index_file_size_bytes, index_key_hash
-from mqstore.storage.index_file_names import (
+from mqstore.storage.files.index_file import (
+    INT32_MAX,
+    IndexFile,
+    index_file_size_bytes,
+    index_key_hash,
+)
+from mqstore.storage.format.index_file_names import (
     index_file_name,
     index_file_name_after,
     parse_index_file_name,
 )
-from mqstore.storage.java_hash import java_string_hash
+from mqstore.storage.format.java_hash import java_string_hash
 
 SLOTS = 4
 ENTRIES = 64

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
-from mqstore.storage.watermarks import DispatchedFile
+from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files.watermarks import DispatchedFile
 from tests.processes import module_command
 from tests.storage.split_helpers import (
     indexer_config,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mqstore.storage.java_hash import java_string_hash
+from mqstore.storage.format.java_hash import java_string_hash
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -1,4 +1,4 @@
-"""Group-commit alignment (storage/padding.py): filler sizes, the filler record itself, every
+"""Group-commit alignment (storage/format/padding.py): filler sizes, the filler record itself, every
 group sync ending on a boundary, and fillers invisible to readers but accepted by scrub."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from mqstore.storage import (
     Message,
     MessageStore,
     StoreConfig,
-    record,
 )
-from mqstore.storage.hosts import parse_host
-from mqstore.storage.padding import (
+from mqstore.storage.format import record
+from mqstore.storage.format.hosts import parse_host
+from mqstore.storage.format.padding import (
     PADDING_TOPIC,
     PaddingEncoder,
     padding_size_bytes,
 )
-from mqstore.storage.scrub import verify_store
+from mqstore.storage.recovery.scrub import verify_store
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 ALIGN = 4096

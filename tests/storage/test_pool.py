@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import BufferPoolExhausted, Message, MessageStore, PutStatus
-from mqstore.storage.pool import TransientStorePool
-from mqstore.storage.segment import CommitLogSegment
+from mqstore.storage.files.segment import CommitLogSegment
+from mqstore.storage.log.pool import TransientStorePool
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 NEVER_MS = 3_600_000

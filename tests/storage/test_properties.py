@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from mqstore.storage.errors import MessageIllegalError
-from mqstore.storage.properties import decode_properties, encode_properties
+from mqstore.storage.format.properties import decode_properties, encode_properties
 
 
 def test_round_trip_writes_the_trailing_separator() -> None:

@@ -1,4 +1,4 @@
-"""The race API (storage/race.py): `append` offsets under concurrency, `get_range` bounds and
+"""The race API (storage/race/race.py): `append` offsets under concurrency, `get_range` bounds and
 contents, read-your-writes with dispatch lagging, and durability across kill -9."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from mqstore.storage import (
     StoreConfig,
     StoreError,
 )
-from mqstore.storage.padding import PADDING_TOPIC
-from mqstore.storage.scrub import verify_store
+from mqstore.storage.format.padding import PADDING_TOPIC
+from mqstore.storage.recovery.scrub import verify_store
 from tests.conftest import small_config
 from tests.processes import module_command
 from tests.storage.race_writer import QUEUES, TOPIC, body_for, race_config

@@ -1,4 +1,4 @@
-"""The read cache (storage/read_cache.py): counters, read-once and drop-below, size classes
+"""The read cache (storage/race/read_cache.py): counters, read-once and drop-below, size classes
 and block reuse, the byte bound under a random workload, prefetch, and `get_range` giving the
 same answers with the cache on and off."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import ConfigError, FlushMode, MessageStore, StoreConfig
-from mqstore.storage.read_cache import PrefetchService, ReadCache
+from mqstore.storage.race.read_cache import PrefetchService, ReadCache
 from tests.conftest import small_config
 
 CLASSES = (1024, 4096, 8192)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.storage import Message, MessageStore, StoreConfig, record
+from mqstore.storage import Message, MessageStore, StoreConfig
 from mqstore.storage.config import parse_host
-from mqstore.storage.message import decode_stored
-from mqstore.storage.properties import encode_properties
-from mqstore.storage.record import LAYOUTS, RecordCheck, check_record, encode_record
-from mqstore.storage.startup import COMMITLOG_DIRECTORY
+from mqstore.storage.format import record
+from mqstore.storage.format.message import decode_stored
+from mqstore.storage.format.properties import encode_properties
+from mqstore.storage.format.record import LAYOUTS, RecordCheck, check_record, encode_record
+from mqstore.storage.recovery.startup import COMMITLOG_DIRECTORY
 
 V4_HOST = (bytes([10, 0, 0, 1]), 5555)
 V6_HOST = (bytes(15) + b"\x01", 10911)

@@ -21,8 +21,8 @@ from mqstore.storage import (
     StoreFormatError,
     StoreLockedError,
 )
-from mqstore.storage.checkpoint import CheckpointValues, encode_checkpoint
-from mqstore.storage.recovery import plan_recovery
+from mqstore.storage.files.checkpoint import CheckpointValues, encode_checkpoint
+from mqstore.storage.recovery.recovery import plan_recovery
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 

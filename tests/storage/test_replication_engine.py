@@ -1,5 +1,6 @@
 """The engine's side of replication, without sockets: `read_log` on a master, `append_raw` on a
-follower, and the sync master's acknowledgements (storage/replication.py, replica_sync.py)."""
+follower, and the sync master's acknowledgements (storage/replication/replication.py and
+replica_sync.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from mqstore.storage import (
     PutStatus,
     ReplicationGapError,
 )
-from mqstore.storage.replication import LogRangeError
+from mqstore.storage.replication.replication import LogRangeError
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 BATCH_BYTES_MAX = 8 * 1024

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import FlushMode, PreallocateMethod, StoreFormatError
-from mqstore.storage.segment import CommitLogSegment, parse_segment_name, segment_name
+from mqstore.storage.files.segment import CommitLogSegment, parse_segment_name, segment_name
 from tests.conftest import small_config
 
 SIZE = 64 * 1024

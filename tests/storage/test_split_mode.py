@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 from mqstore.storage import Message, MessageStore
-from mqstore.storage.indexer import Indexer
+from mqstore.storage.dispatch.indexer import Indexer
 from tests.storage.split_helpers import (
     indexer_config,
     log_records,

@@ -18,11 +18,11 @@ from mqstore.storage import (
     NoRecordError,
     PutStatus,
     StoreConfig,
-    record,
 )
-from mqstore.storage import mapped_file as segment_module
-from mqstore.storage.commitlog import CommitLog
-from mqstore.storage.message import PutResult
+from mqstore.storage.files import mapped_file as segment_module
+from mqstore.storage.format import record
+from mqstore.storage.format.message import PutResult
+from mqstore.storage.log.commitlog import CommitLog
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
 

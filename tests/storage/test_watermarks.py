@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage.errors import StoreFormatError
-from mqstore.storage.watermarks import SLOT_SIZE_BYTES, PositionsFile
+from mqstore.storage.files.watermarks import SLOT_SIZE_BYTES, PositionsFile
 
 FIELDS = PositionsFile.FIELDS
 

@@ -1,0 +1,204 @@
+"""Dispatch (RocketMQ's reput): tail the commit log and build consume queues and the index.
+
+One pass reads every whole record from `reput_from` up to the readable end it is given,
+and for each:
+
+    message (NOT/COMMIT)  → consume queue entry (topic, queue id) at its QUEUEOFFSET
+                          → index: topic#UNIQ_KEY and topic#key for each KEYS entry
+    group-commit filler   → nothing (topic rmq_sys_mqstore_padding, see padding.py)
+    BLANK                 → jump to the next segment
+    anything else         → DispatchCorruptError (never skipped silently)
+
+Duplicates are ignored by the consume queues, so re-dispatching a range is safe (abnormal
+recovery does it).  After each pass the listener gets one batched notice: the next offset of
+every queue that advanced.  The dispatcher reads through a `CommitLogReader` and is told the
+readable end, so it works the same inside the writer's process and in a separate indexer
+process that reads the position the writer publishes.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from ..config import StoreConfig
+from ..errors import StoreError
+from ..format import record
+from ..format.java_hash import java_string_hash
+from ..format.padding import PADDING_TOPIC_BYTES
+from ..format.properties import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQUE_KEY,
+    decode_properties,
+)
+from ..log.commitlog_reader import CommitLogReader
+from ..queues.consume_queues import ConsumeQueues
+from ..service_thread import FatalHandler, ServiceThread
+
+log = logging.getLogger(__name__)
+
+QueueNotices = Mapping[tuple[str, int], int]
+"""(topic, queue id) → the queue's next offset after this pass."""
+Listener = Callable[[QueueNotices], None]
+
+_DISPATCHED_TRANSACTION_TYPES = (0, record.SysFlag.TRANSACTION_COMMIT)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags_code(tags: str) -> int:
+    """Tags repeat across messages: hash each distinct one once."""
+    return java_string_hash(tags)
+
+
+class DispatchCorruptError(StoreError):
+    """A record below the readable end failed validation: dispatch stops rather than skip."""
+
+
+class IndexBuilder(Protocol):
+    def build(self, *, topic: str, keys: Sequence[str], unique_key: str | None,
+              physical_offset: int, store_timestamp_ms: int) -> int | None: ...
+
+
+class Dispatcher:
+    def __init__(self, reader: CommitLogReader, queues: ConsumeQueues, *,
+                 index: IndexBuilder | None, reput_from: int,
+                 records_per_pass_max: int) -> None:
+        self._reader = reader
+        self._queues = queues
+        self._index = index
+        self.reput_from = reput_from
+        self.records_per_pass_max = records_per_pass_max
+        self.last_store_timestamp_ms = 0
+        self.index_timestamp_ms: int | None = None
+        """End time of the newest index file that filled and was synced (for the checkpoint)."""
+        self.records_dispatched_total = 0
+
+    def dispatch(self, *, readable_end: int, min_position: int) -> QueueNotices:
+        """Dispatch whole records in [reput_from, readable_end); return the notices."""
+        # Retention may have removed what was never dispatched.
+        self.reput_from = max(self.reput_from, min_position)
+        notices: dict[tuple[str, int], int] = {}
+        budget = self.records_per_pass_max
+        while self.reput_from < readable_end and budget > 0:
+            found = self._reader.segment(self.reput_from)
+            if found is None:
+                raise DispatchCorruptError(f"no commit log segment holds position "
+                                           f"{self.reput_from} below the readable end "
+                                           f"{readable_end}")
+            mapping, start = found
+            end = min(readable_end, start + self._reader.segment_size_bytes)
+            budget -= self._dispatch_segment(mapping, start, end, notices, budget)
+        return notices
+
+    def _dispatch_segment(self, mapping: record.ReadableBuffer, start: int, end: int,
+                          notices: dict[tuple[str, int], int], budget: int) -> int:
+        size = self._reader.segment_size_bytes
+        dispatched = 0
+        while self.reput_from < end and dispatched < budget:
+            position = self.reput_from - start
+            result = record.check_record(mapping, position, limit=size,
+                                         expected_physical_offset=self.reput_from,
+                                         verify_crc=False)
+            if result.status is record.RecordCheck.BLANK:
+                self.reput_from = start + size
+                break
+            if result.status is not record.RecordCheck.OK:
+                raise DispatchCorruptError(f"record at {self.reput_from}: "
+                                           f"{result.reason or result.status.value}")
+            self._dispatch_record(mapping, position, result, notices)
+            self.reput_from += result.size_bytes
+            dispatched += 1
+        return dispatched
+
+    def _dispatch_record(self, mapping: record.ReadableBuffer, position: int,
+                         result: record.CheckResult,
+                         notices: dict[tuple[str, int], int]) -> None:
+        head, layout = result.head, result.layout
+        assert head is not None
+        assert layout is not None
+        topic_bytes, properties_bytes = record.topic_and_properties(mapping, position, layout,
+                                                                    head)
+        if topic_bytes == PADDING_TOPIC_BYTES:
+            return  # a group commit's filler (padding.py): nothing to consume or index
+        topic = topic_bytes.decode("ascii", "replace")
+        properties = decode_properties(properties_bytes)
+        tags = properties.get(PROPERTY_TAGS)
+        if head.sysflag & record.TRANSACTION_TYPE_MASK in _DISPATCHED_TRANSACTION_TYPES:
+            queue = self._queues.get_or_create(topic, head.queue_id)
+            if queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
+                         tags_code=_tags_code(tags) if tags else 0,
+                         queue_offset=head.queue_offset):
+                notices[topic, head.queue_id] = head.queue_offset + 1
+        if self._index is not None:
+            keys = [k for k in properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
+            rolled = self._index.build(topic=topic, keys=keys,
+                                       unique_key=properties.get(PROPERTY_UNIQUE_KEY),
+                                       physical_offset=head.physical_offset,
+                                       store_timestamp_ms=head.store_timestamp_ms)
+            if rolled is not None:
+                self.index_timestamp_ms = rolled
+        self.last_store_timestamp_ms = head.store_timestamp_ms
+        self.records_dispatched_total += 1
+
+
+class DispatchService(ServiceThread):
+    """Runs passes until caught up, then polls every `dispatch_interval_ms`.
+
+    A full disk (ENOSPC, EDQUOT creating a consume queue or index file) stalls dispatch
+    instead of stopping the store: it retries every `dispatch_retry_interval_ms` and says why
+    in `stalled_reason` (re-dispatching is idempotent, so a half-done record is safe to
+    repeat).  Anything else that fails is fatal."""
+
+    name = "dispatch"
+
+    def __init__(self, dispatcher: Dispatcher, config: StoreConfig, *,
+                 readable_end: Callable[[], int], min_position: Callable[[], int],
+                 listener: Listener | None, on_fatal: FatalHandler) -> None:
+        super().__init__(on_fatal=on_fatal)
+        self.dispatcher = dispatcher
+        self._config = config
+        self._readable_end = readable_end
+        self._min_position = min_position
+        self.listener = listener
+        self.stalled_reason: str | None = None
+
+    @property
+    def behind_bytes(self) -> int:
+        return max(0, self._readable_end() - self.dispatcher.reput_from)
+
+    def run_once(self) -> None:
+        before = self.dispatcher.reput_from
+        try:
+            self.dispatch_once()
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            if self.stalled_reason is None:
+                log.error("dispatch stalled at %d: %s", self.dispatcher.reput_from, error)
+            self.stalled_reason = f"dispatch stalled at {self.dispatcher.reput_from}: {error}"
+            self.wait_for_running(self._config.dispatch_retry_interval_ms)
+            return
+        if self.stalled_reason is not None:
+            log.info("dispatch resumed at %d", self.dispatcher.reput_from)
+            self.stalled_reason = None
+        if self.dispatcher.reput_from == before:
+            self.wait_for_running(self._config.dispatch_interval_ms)
+
+    def dispatch_once(self) -> None:
+        notices = self.dispatcher.dispatch(readable_end=self._readable_end(),
+                                           min_position=self._min_position())
+        if notices and self.listener is not None:
+            self.listener(notices)
+
+    def catch_up(self) -> None:
+        """Dispatch until nothing readable is left (run before the thread starts)."""
+        while self.behind_bytes > 0:
+            self.dispatch_once()
+
+    def shutdown_drain(self) -> None:
+        self.catch_up()

@@ -1,0 +1,58 @@
+"""Cut a consume queue entry the indexer's own kill -9 may have torn.
+
+An entry is written with one 20-byte copy into the mapping.  A process killed inside that
+copy leaves a prefix of the new bytes in the page cache: a physical offset or a size that
+belongs to no record.  Only the last entry of a queue can be torn (entries are appended one
+at a time), so at open the last entry of every queue is checked against the commit log: a
+record must start at its physical offset, with its size and its queue offset.  An entry that
+fails is cut; dispatch then writes it again from the log.
+"""
+
+from __future__ import annotations
+
+from ..files.consume_queue_file import ENTRY_SIZE_BYTES, FILLER_SIZE
+from ..format import record
+from ..log.commitlog_reader import CommitLogReader
+from ..queues.consume_queue import ConsumeQueue
+from ..queues.consume_queues import ConsumeQueues
+
+
+def cut_torn_queue_tails(queues: ConsumeQueues, reader: CommitLogReader) -> int:
+    """Check the last entry of every queue; cut those that match no record.  Returns how
+    many queues were cut."""
+    cut = 0
+    for queue in queues:
+        last = _last_entry(queue)
+        if last is None:
+            continue
+        physical_offset, size_bytes = last
+        if not _matches_record(reader, physical_offset, size_bytes,
+                               queue_offset=queue.max_offset - 1):
+            queue.truncate_to_physical(physical_offset)
+            cut += 1
+    return cut
+
+
+def _last_entry(queue: ConsumeQueue) -> tuple[int, int] | None:
+    if not queue.files or queue.max_offset == 0:
+        return None
+    last = queue.files[-1]
+    if last.wrote_position == 0:
+        return None
+    physical_offset, size_bytes, _ = last.entry(last.wrote_position - ENTRY_SIZE_BYTES)
+    if size_bytes == FILLER_SIZE and physical_offset == 0:
+        return None
+    return physical_offset, size_bytes
+
+
+def _matches_record(reader: CommitLogReader, physical_offset: int, size_bytes: int, *,
+                    queue_offset: int) -> bool:
+    found = reader.segment(physical_offset)
+    if found is None:
+        return False
+    mapping, start = found
+    check = record.check_record(mapping, physical_offset - start,
+                                limit=reader.segment_size_bytes,
+                                expected_physical_offset=physical_offset, verify_crc=False)
+    return (check.status is record.RecordCheck.OK and check.head is not None
+            and check.size_bytes == size_bytes and check.head.queue_offset == queue_offset)

@@ -1,0 +1,171 @@
+"""`MessageEncoder`: a `Message` checked and CRC'd outside the put lock.
+
+`prepare` does everything that does not depend on where the record lands (checks, CRC,
+sizes, the cached topic tail) and returns a `PreparedRecord`.  The put path (commitlog.py)
+then packs the head with the offsets and times straight into the segment (or pool buffer)
+and copies body and tail after it: no record is assembled in a temporary buffer and copied
+again.  A test holds the bytes it writes to `record.encode_record`, the reference encoder.
+
+Everything that can be wrong with a message is found here and raised as
+`MessageIllegalError` with the reason (the put path returns MESSAGE_ILLEGAL).  This is the
+hot path of every put, so per-topic and per-host work is cached (bounded) and the common
+message (no properties, no born host, flag 0) takes the shortest route.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from ..config import StoreConfig
+from ..errors import ConfigError, MessageIllegalError, TopicNameError
+from . import record
+from .hosts import parse_host
+from .message import Message
+from .padding import PADDING_TOPIC, PADDING_TOPIC_BYTES
+from .properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, encode_properties
+from .topic import validate_topic
+
+PreparedRecord = tuple[record.RecordLayout, int, int, int, int, int, tuple[bytes, int], bytes,
+                       bytes, tuple[bytes, int]]
+"""A checked message, ready to write under the put lock: (layout, record size, body CRC,
+queue id, flag, born time in ms or -1 for "the store time", born host, body, tail (topic
+and properties, length-prefixed), store host).  A tuple, not a class: the put path makes
+one per message and unpacks it by position."""
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+CACHE_ENTRIES_MAX = 4096
+"""Bound on remembered topics and born hosts each; a full cache is cleared, not grown."""
+
+_EMPTY_PROPERTIES_TAIL = b"\x00\x00"
+_crc32 = zlib.crc32
+
+
+class MessageEncoder:
+    """Encodes messages for one store's settings (store host, size maxima)."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self._config = config
+        self._body_size_max = config.message_body_size_bytes_max
+        address, port = parse_host(config.store_host, setting="store_host")
+        self.store_host = (address, port)
+        self.store_host_packed = address + port.to_bytes(4, "big", signed=True)
+        self._store_v6 = len(address) == 16
+        self._layouts = {(born_v6, v2): record.LAYOUTS[born_v6, self._store_v6, v2]
+                         for born_v6 in (False, True) for v2 in (False, True)}
+        self._topic_tails: dict[str, tuple[bytes, bool]] = {}
+        self._born_hosts: dict[str, tuple[bytes, int]] = {}
+        self._common: dict[str, tuple[record.RecordLayout, bytes, int]] = {}
+        """Topic → what `prepare` needs for a message with no properties or born host."""
+
+    def prepare(self, message: Message) -> PreparedRecord:
+        """Check `message` and return what the put path writes for it under its lock (see
+        `PreparedRecord`); raises `MessageIllegalError` with the reason."""
+        body = message.body
+        if type(body) is not bytes:
+            body = _coerce_body(body)
+        body_size = len(body)
+        if body_size > self._body_size_max:
+            raise MessageIllegalError(f"body is {body_size} bytes; the maximum is "
+                                      f"{self._body_size_max} (message_body_size_bytes_max)")
+        queue_id = message.queue_id
+        if type(queue_id) is not int or not 0 <= queue_id <= INT32_MAX:
+            raise MessageIllegalError(f"queue_id={queue_id!r} must be an int in "
+                                      f"[0, {INT32_MAX}]")
+        flag = message.flag
+        if flag and (type(flag) is not int or not INT32_MIN <= flag <= INT32_MAX):
+            raise MessageIllegalError(f"flag={flag!r} must be a 32-bit int")
+        born_ms = message.born_timestamp_ms
+        store_host = self.store_host
+        if (message.properties is None and message.tags is None and not message.keys
+                and message.born_host is None):
+            # The common message: layout, whole tail and fixed size come from one lookup.
+            common = self._common.get(message.topic)
+            if common is None:
+                common = self._common_entry(message.topic)
+            layout, tail, fixed_size_bytes = common
+            return (layout, fixed_size_bytes + body_size, _crc32(body) & 0x7FFFFFFF, queue_id,
+                    flag, -1 if born_ms is None else born_ms, store_host, body, tail, store_host)
+        cached = self._topic_tails.get(message.topic)
+        topic_tail, v2 = cached if cached is not None else self._topic_tail(message.topic)
+        properties_tail, born_host, layout = self._uncommon_fields(message, v2=v2)
+        tail = topic_tail + properties_tail
+        return (layout, layout.head.size + body_size + len(tail), _crc32(body) & 0x7FFFFFFF,
+                queue_id, flag, -1 if born_ms is None else born_ms, born_host, body, tail,
+                store_host)
+
+    def _common_entry(self, topic: object) -> tuple[record.RecordLayout, bytes, int]:
+        """(layout, topic + empty properties tail, record size without the body) of a
+        message with only a topic, queue and body; the topic is checked on the way."""
+        topic_tail, v2 = self._topic_tail(topic)
+        layout = self._layouts[self._store_v6, v2]
+        tail = topic_tail + _EMPTY_PROPERTIES_TAIL
+        if len(self._common) >= CACHE_ENTRIES_MAX:
+            self._common.clear()
+        assert isinstance(topic, str)
+        entry = self._common[topic] = (layout, tail, layout.head.size + len(tail))
+        return entry
+
+    def _uncommon_fields(self, message: Message, *, v2: bool
+                         ) -> tuple[bytes, tuple[bytes, int], record.RecordLayout]:
+        """Properties tail, born host and layout of a message with properties, tags, keys
+        or its own born host."""
+        if message.properties is None and message.tags is None and not message.keys:
+            properties_tail = _EMPTY_PROPERTIES_TAIL
+        else:
+            properties_tail = self._properties_tail(message, v2=v2)
+        if message.born_host is None:
+            return properties_tail, self.store_host, self._layouts[self._store_v6, v2]
+        born_host = self._born_host(message.born_host)
+        return properties_tail, born_host, self._layouts[len(born_host[0]) == 16, v2]
+
+    def _topic_tail(self, topic: object) -> tuple[bytes, bool]:
+        try:
+            encoded = validate_topic(topic, size_bytes_max=self._config.topic_size_bytes_max)
+        except TopicNameError as error:
+            raise MessageIllegalError(str(error)) from None
+        if encoded == PADDING_TOPIC_BYTES:
+            raise MessageIllegalError(f"topic {PADDING_TOPIC!r} is reserved for the group "
+                                      f"commit's filler records")
+        v2 = len(encoded) > record.TOPIC_LENGTH_V1_MAX
+        tail = (self._layouts[False, v2].topic_tail(encoded), v2)
+        if len(self._topic_tails) >= CACHE_ENTRIES_MAX:
+            self._topic_tails.clear()
+        assert isinstance(topic, str)
+        self._topic_tails[topic] = tail
+        return tail
+
+    def _properties_tail(self, message: Message, *, v2: bool) -> bytes:
+        merged = dict(message.properties or {})
+        if message.tags is not None:
+            merged[PROPERTY_TAGS] = message.tags
+        if message.keys:
+            if isinstance(message.keys, str):
+                raise MessageIllegalError("keys must be a sequence of strings, not one string")
+            for key in message.keys:
+                if not isinstance(key, str) or not key or KEY_SEPARATOR in key:
+                    raise MessageIllegalError(f"key {key!r} must be a non-empty string "
+                                              f"without spaces")
+            merged[PROPERTY_KEYS] = KEY_SEPARATOR.join(message.keys)
+        encoded = encode_properties(merged)
+        if len(encoded) > self._config.properties_size_bytes_max:
+            raise MessageIllegalError(f"properties are {len(encoded)} bytes encoded; the "
+                                      f"maximum is {self._config.properties_size_bytes_max}")
+        return self._layouts[False, v2].properties_tail(encoded)
+
+    def _born_host(self, text: str) -> tuple[bytes, int]:
+        host = self._born_hosts.get(text)
+        if host is None:
+            try:
+                host = parse_host(text, setting="born_host")
+            except ConfigError as error:
+                raise MessageIllegalError(str(error)) from None
+            if len(self._born_hosts) >= CACHE_ENTRIES_MAX:
+                self._born_hosts.clear()
+            self._born_hosts[text] = host
+        return host
+
+
+def _coerce_body(body: object) -> bytes:
+    if isinstance(body, bytearray | memoryview):
+        return bytes(body)
+    raise MessageIllegalError(f"body must be bytes, not {type(body).__name__}")

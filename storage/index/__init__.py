@@ -1,0 +1,1 @@
+"""The hash index (RocketMQ `IndexService`): lookups by key over the index files."""

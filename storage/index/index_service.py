@@ -1,0 +1,298 @@
+"""The message-key index: the ordered `IndexFile`s of `<store>/index/` (RocketMQ
+`IndexService`).
+
+Each dispatched message adds `topic#UNIQ_KEY` and `topic#k` for each of its keys to the
+newest file; a full file is flushed and the next one created, and the full file's end time
+is what the checkpoint may record as `index_msg_timestamp_ms` (every entry up to it is
+synced).  After an abnormal exit, `load` drops the files newer than that, and the commit
+log's recovery dispatches their messages again; `build` skips any message the newest file
+already covers.
+
+Queries differ from RocketMQ in one way: the index stores only a 32-bit hash per key, so
+RocketMQ returns other keys' messages on a collision.  Here every candidate is checked by
+the caller's `key_matches` (which decodes the record) and the results are exact.
+
+One lock: the dispatch thread builds, readers query, the cleaner deletes.  Nothing is
+reference counted because no file is touched outside the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..errors import ConfigError, StoreClosedError
+from ..files.index_file import CREATING_SUFFIX, INT32_MAX, IndexFile, index_file_size_bytes
+from ..files.io import fsync_directory
+from ..format.index_file_names import index_file_name, index_file_name_after, parse_index_file_name
+
+INDEX_KEY_SEPARATOR = "#"
+"""RocketMQ `buildKey`: topic + "#" + key."""
+
+
+def index_key(*, topic: str, key: str) -> str:
+    return topic + INDEX_KEY_SEPARATOR + key
+
+
+class IndexService:
+    """The index files of one store, oldest first; the last one takes new entries."""
+
+    def __init__(self, *, directory: Path, hash_slot_count: int, index_count_max: int,
+                 query_results_max: int) -> None:
+        """Raises `ConfigError` for counts no index file can have.
+
+        RocketMQ's defaults are 5,000,000 slots, 20,000,000 entries and 64 results
+        (`maxHashSlotNum`, `maxIndexNum`, `maxMsgsNumBatch`); the caller passes them.
+        """
+        if hash_slot_count < 1:
+            raise ConfigError(f"hash_slot_count={hash_slot_count} must be at least 1")
+        if index_count_max < 2:
+            raise ConfigError(f"index_count_max={index_count_max} must be at least 2 "
+                              f"(entry 0 is never used)")
+        if query_results_max < 1:
+            raise ConfigError(f"query_results_max={query_results_max} must be at least 1")
+        size_bytes = index_file_size_bytes(hash_slot_count=hash_slot_count,
+                                           index_count_max=index_count_max)
+        if size_bytes > INT32_MAX:
+            raise ConfigError(f"hash_slot_count={hash_slot_count} and index_count_max="
+                              f"{index_count_max} make {size_bytes}-byte index files; RocketMQ "
+                              f"addresses them with int positions, so at most {INT32_MAX}")
+        self.directory = directory
+        self.hash_slot_count = hash_slot_count
+        self.index_count_max = index_count_max
+        self.query_results_max = query_results_max
+        self._files: list[IndexFile] = []
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._closed = False
+
+    # -- startup -----------------------------------------------------------------------------
+    def load(self, *, abnormal: bool, index_timestamp_ms: int) -> list[Path]:
+        """Open the index files in name (= creation) order; returns the paths dropped.
+
+        After an abnormal exit only files whose entries are all at or before the
+        checkpoint's `index_timestamp_ms` are trusted (RocketMQ `IndexService.load`): later
+        ones may hold entries that never reached the disk, so they are deleted and rebuilt
+        by recovery's re-dispatch.  Raises `IndexFileFormatError` for a file that does not
+        fit the configured counts.  Names that are not 17-digit times are left alone.
+        """
+        assert not self._loaded
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for leftover in self.directory.glob("*" + CREATING_SUFFIX):
+            leftover.unlink()  # a crash while a new file was being prepared
+        paths = sorted(path for path in self.directory.iterdir()
+                       if parse_index_file_name(path.name) is not None)
+        dropped: list[Path] = []
+        with self._lock:
+            try:
+                for path in paths:
+                    opened = IndexFile.open_existing(path, hash_slot_count=self.hash_slot_count,
+                                                     index_count_max=self.index_count_max)
+                    if abnormal and opened.end_timestamp_ms > index_timestamp_ms:
+                        opened.close(delete=True)
+                        dropped.append(path)
+                    else:
+                        self._files.append(opened)
+            except BaseException:
+                self._close_files()
+                raise
+            if dropped:
+                fsync_directory(self.directory)
+            self._loaded = True
+        return dropped
+
+    # -- writing -----------------------------------------------------------------------------
+    def build(self, *, topic: str, keys: Sequence[str], unique_key: str | None,
+              physical_offset: int, store_timestamp_ms: int) -> int | None:
+        """Index one dispatched message (RocketMQ `buildIndex`).
+
+        The caller skips rolled-back transactional messages and splits KEYS on spaces.
+        Empty keys, and an empty or absent unique key, are not indexed.  A message below
+        the newest file's end offset is a re-dispatch and is skipped; the message *at*
+        that offset is indexed again (RocketMQ compares with `<`), which queries absorb.
+
+        Returns the end time of the file that filled up and was flushed if this call
+        rolled to a new file (the checkpoint's next `index_msg_timestamp_ms`), else None.
+        """
+        assert physical_offset >= 0
+        keys_indexed = [index_key(topic=topic, key=unique_key)] if unique_key else []
+        keys_indexed += [index_key(topic=topic, key=key) for key in keys if key]
+        if not keys_indexed:
+            return None
+        with self._lock:
+            self._check_usable()
+            flushed_end_timestamp_ms: int | None = None
+            current = self._files[-1] if self._files else self._create_file(previous=None)
+            if current.is_full:
+                current, flushed_end_timestamp_ms = self._roll(current)
+            if physical_offset < current.end_physical_offset:
+                return flushed_end_timestamp_ms
+            for key in keys_indexed:
+                if current.put_key(key, physical_offset=physical_offset,
+                                   store_timestamp_ms=store_timestamp_ms):
+                    continue
+                current, flushed_end_timestamp_ms = self._roll(current)
+                stored = current.put_key(key, physical_offset=physical_offset,
+                                         store_timestamp_ms=store_timestamp_ms)
+                assert stored, "a new index file takes at least one entry"
+            return flushed_end_timestamp_ms
+
+    def cut_back(self, end_position: int) -> int:
+        """The commit log now ends at `end_position`, below entries this index holds (a
+        machine crash lost committed bytes; recovery cut the log): delete the files whose
+        entries all lie past it, and lower the newest survivor's end to it, so that
+        re-dispatch indexes the records written there again (`build` skips anything below
+        the end).  Returns the files deleted."""
+        with self._lock:
+            self._check_usable()
+            deleted = 0
+            while self._files and self._files[-1].entry_count > 0 and \
+                    self._files[-1].begin_physical_offset >= end_position:
+                self._files.pop().close(delete=True)
+                deleted += 1
+            if deleted:
+                fsync_directory(self.directory)
+            if self._files and self._files[-1].end_physical_offset > end_position:
+                self._files[-1].lower_end(end_position)
+            return deleted
+
+    def _roll(self, full: IndexFile) -> tuple[IndexFile, int]:
+        """Flush the full file and start the next one where it ended.  The fdatasync runs
+        under the lock: the writes of a full file are mostly written back already, and
+        rolls are rare (one per index_count_max − 1 keys)."""
+        assert full.is_full
+        assert full is self._files[-1]
+        full.flush()
+        return self._create_file(previous=full), full.end_timestamp_ms
+
+    def _create_file(self, *, previous: IndexFile | None) -> IndexFile:
+        name = index_file_name(time.time_ns() // 1_000_000)
+        if self._files and name <= self._files[-1].path.name:
+            # Same millisecond, or the clock stepped back (NTP, DST): keep names increasing,
+            # or load would open files out of order.
+            name = index_file_name_after(self._files[-1].path.name)
+        created = IndexFile.create(
+            self.directory / name, hash_slot_count=self.hash_slot_count,
+            index_count_max=self.index_count_max,
+            previous_end_physical_offset=previous.end_physical_offset if previous else 0,
+            previous_end_timestamp_ms=previous.end_timestamp_ms if previous else 0)
+        self._files.append(created)
+        return created
+
+    # -- reading -----------------------------------------------------------------------------
+    def query(self, *, topic: str, key: str, begin_ms: int, end_ms: int, max_results: int,
+              key_matches: Callable[[int], bool]) -> list[int]:
+        """Offsets of the messages of `topic` with `key` stored in [begin_ms, end_ms], at
+        most min(max_results, query_results_max) of them (the newest), in offset order.
+
+        Files are searched newest first: only those overlapping the range, stopping after
+        the first that begins before `begin_ms` (RocketMQ `queryOffset`).  Times are read
+        back at one-second resolution, as RocketMQ stores them.  `key_matches(offset)` must
+        say whether the message at that offset really has the topic and key; it runs
+        under the service's lock, so it must not call back into this service.
+        """
+        if max_results < 1:
+            raise ValueError(f"max_results={max_results} must be at least 1")
+        with self._lock:
+            self._check_usable()
+            return search_files(self._files, topic=topic, key=key, begin_ms=begin_ms,
+                                end_ms=end_ms,
+                                results_max=min(max_results, self.query_results_max),
+                                key_matches=key_matches)
+
+    @property
+    def file_paths(self) -> list[Path]:
+        with self._lock:
+            return [index_file.path for index_file in self._files]
+
+    @property
+    def entry_count(self) -> int:
+        """Entries in all files (a re-dispatched last message counts twice)."""
+        with self._lock:
+            return sum(index_file.entry_count for index_file in self._files)
+
+    @property
+    def end_physical_offset(self) -> int:
+        """RocketMQ `indexLastUpdatePhyoffset`: the newest indexed message (0 if none)."""
+        with self._lock:
+            return self._files[-1].end_physical_offset if self._files else 0
+
+    @property
+    def end_timestamp_ms(self) -> int:
+        """RocketMQ `indexLastUpdateTimestamp`: its store time (0 if none)."""
+        with self._lock:
+            return self._files[-1].end_timestamp_ms if self._files else 0
+
+    # -- retention and shutdown ----------------------------------------------------------
+    def delete_before(self, physical_offset: int) -> list[Path]:
+        """Delete the leading files whose every entry is below `physical_offset` (the
+        commit log's new minimum); never the last file.  Returns the paths deleted."""
+        deleted: list[Path] = []
+        with self._lock:
+            self._check_usable()
+            while len(self._files) > 1 and self._files[0].end_physical_offset < physical_offset:
+                oldest = self._files.pop(0)
+                oldest.close(delete=True)
+                deleted.append(oldest.path)
+            if deleted:
+                fsync_directory(self.directory)
+        return deleted
+
+    def flush(self) -> None:
+        """fdatasync every file written since its last flush.  A failure propagates: the
+        store stops rather than record a checkpoint the disk does not hold."""
+        with self._lock:
+            self._check_usable()
+            for index_file in self._files:
+                index_file.flush()
+
+    def close(self) -> None:
+        """Flush and close every file; later calls raise `StoreClosedError`.  Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                for index_file in self._files:
+                    index_file.flush()
+            finally:
+                self._close_files()
+
+    def _close_files(self) -> None:
+        for index_file in self._files:
+            index_file.close()
+        self._files.clear()
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"{self.directory}: the index service is closed")
+        assert self._loaded, "load() the index service before using it"
+
+
+def search_files(files: Sequence[IndexFile], *, topic: str, key: str, begin_ms: int,
+                 end_ms: int, results_max: int, key_matches: Callable[[int], bool]
+                 ) -> list[int]:
+    """The exact key search over `files` (oldest first), shared by the writer-side service
+    and the notifier's read-only view: files newest first, only those overlapping
+    [begin_ms, end_ms], stopping after the first that begins before `begin_ms`; every
+    candidate checked with `key_matches`, so a hash collision is never returned."""
+    wanted = index_key(topic=topic, key=key)
+    found: set[int] = set()
+    rejected: set[int] = set()
+    for index_file in reversed(files):
+        if index_file.overlaps_time_range(begin_ms=begin_ms, end_ms=end_ms):
+            for physical_offset in index_file.candidates(wanted, begin_ms=begin_ms,
+                                                         end_ms=end_ms):
+                if physical_offset in found or physical_offset in rejected:
+                    continue  # a message indexed twice, or one key of many
+                if key_matches(physical_offset):
+                    found.add(physical_offset)
+                    if len(found) >= results_max:
+                        return sorted(found)
+                else:
+                    rejected.add(physical_offset)
+        if index_file.begin_timestamp_ms < begin_ms:
+            break
+    return sorted(found)

@@ -1,0 +1,381 @@
+"""The commit log's put path: check outside the lock, write in place under it.
+
+    put(msg):  prepare (topic rules, sizes, CRC, cached tail)      no lock
+               take the put lock (≤ put_lock_timeout_ms, else OS_PAGECACHE_BUSY)
+               roll if the record does not fit: BLANK tail, next segment (+ pool buffer)
+               pack the head with QUEUEOFFSET, PHYSICALOFFSET, STORETIMESTAMP straight
+               into the mapping or the pool buffer; copy body and tail after it
+               advance wrote_position, the queue's next offset
+               release; wake the commit service; (sync flush: the store parks the caller)
+
+A batch is prepared record by record, packed as it expects to land, joined, and copied with
+one slice assignment: one contiguous write with consecutive queue offsets per queue.  A
+record never straddles two segments; every full segment ends with a BLANK record.
+
+This is the hottest code in the project: the put methods pack the head inline (in field
+order, `record.RECORD_FIELDS`) and check the room inline on purpose (each avoided call is
+~0.1 µs of a ~3 µs put; a test holds the written bytes to `record.encode_record`'s)."""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from ..config import StoreConfig
+from ..errors import (
+    BufferPoolExhausted,
+    MessageIllegalError,
+    ReplicationGapError,
+    SegmentCreateError,
+)
+from ..files.segment import CommitLogSegment
+from ..format import record
+from ..format.encoder import MessageEncoder
+from ..format.message import Message, PutResult, PutStatus
+from ..format.padding import PaddingEncoder, padding_size_bytes
+from ..replication.replica_chunks import check_chunk
+from .allocator import DiskFullError, SegmentAllocator
+from .batch_guess import BatchGuess
+from .pool import TransientStorePool
+from .segment_queue import SegmentQueue
+
+log = logging.getLogger(__name__)
+
+QueueKey = tuple[str, int]
+
+_OFFSETS = record.QUEUE_AND_PHYSICAL_OFFSET
+_TIMESTAMP = record.TIMESTAMP
+_RESERVE = record.BLANK_SIZE_BYTES
+_PUT_OK = PutStatus.PUT_OK
+_time_ns = time.time_ns
+
+
+class _Refused(Exception):
+    """Internal: the put path cannot append right now; carries the status and reason."""
+
+    def __init__(self, status: PutStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class CommitLog:
+    """Appends records to the segment queue.  Thread-safe; one instance per store."""
+
+    def __init__(self, queue: SegmentQueue, config: StoreConfig, *,
+                 allocator: SegmentAllocator, pool: TransientStorePool | None,
+                 queue_offsets: dict[QueueKey, int]) -> None:
+        self._queue = queue
+        self._config = config
+        self._allocator = allocator
+        self._pool = pool
+        encoder = MessageEncoder(config)
+        self._prepare = encoder.prepare
+        self.store_host_packed = encoder.store_host_packed
+        self.queue_offsets = queue_offsets
+        """Next queue offset per (topic, queue id); only touched under the put lock."""
+        self.refused_reason: str | None = None
+        """Set when the store stops accepting writes (closed, failed sync): every put then
+        returns SERVICE_NOT_AVAILABLE with this reason."""
+        self.after_append: Callable[[int], None] | None = None
+        """Called after each append, outside the lock, with the log's new end position (the
+        pool's commit-service wakeup; the position spares it reading the segment queue)."""
+        self._put_lock = threading.Lock()
+        self._put_lock_timeout_s = config.put_lock_timeout_ms / 1000
+        self._active = queue.last
+        self._padding = PaddingEncoder(encoder.store_host)
+        self.padding_totals = (0, 0)
+        """Fillers written by `seal_group` (group_commit_align_bytes): (count, bytes)."""
+
+    # -- put -------------------------------------------------------------------------------
+    def put(self, message: Message) -> PutResult:
+        if self.refused_reason is not None:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, reason=self.refused_reason)
+        try:
+            prepared = self._prepare(message)
+        except MessageIllegalError as error:
+            return PutResult(PutStatus.MESSAGE_ILLEGAL, reason=str(error))
+        size = prepared[1]
+        if not self._put_lock.acquire(True, self._put_lock_timeout_s):
+            return _busy(self._config)
+        try:
+            segment = self._active
+            if segment is None or segment.size_bytes - segment.wrote_position < size + _RESERVE:
+                segment = self._roll()
+            position = segment.wrote_position
+            physical_offset = segment.start_position + position
+            key = (message.topic, message.queue_id)
+            queue_offset = self.queue_offsets.get(key, 0)
+            store_timestamp_ms = _time_ns() // 1_000_000
+            layout, _, crc, queue_id, flag, born_ms, born_host, body, tail, store_host = prepared
+            head = layout.head
+            target = segment.write_target
+            head.pack_into(target, position, size, layout.magic, crc, queue_id, flag,
+                           queue_offset, physical_offset, layout.host_sysflag,
+                           store_timestamp_ms if born_ms < 0 else born_ms, born_host[0],
+                           born_host[1], store_timestamp_ms, store_host[0], store_host[1], 0, 0,
+                           len(body))
+            body_at = position + head.size
+            tail_at = body_at + len(body)
+            target[body_at:tail_at] = body
+            target[tail_at:position + size] = tail
+            segment.wrote_position = position + size
+            self.queue_offsets[key] = queue_offset + 1
+            self._queue.last_store_timestamp_ms = store_timestamp_ms
+        except _Refused as refused:
+            return PutResult(refused.status, reason=refused.reason)
+        finally:
+            self._put_lock.release()
+        if self.after_append is not None:
+            self.after_append(physical_offset + size)
+        return PutResult(_PUT_OK, physical_offset, queue_offset, store_timestamp_ms, size, "",
+                         self.store_host_packed)
+
+    def put_batch(self, messages: Sequence[Message]) -> list[PutResult]:
+        """All or nothing: one illegal message refuses the whole batch (each result says
+        which message was illegal and why).
+
+        Optimistic stamping: the batch reads where it will land (the active segment's
+        position and each queue's next offset) without the lock and encodes its records
+        already stamped.  Under the lock it checks that guess; when no other writer came in
+        between, the locked section is one copy.  Otherwise it re-stamps in place, as a
+        single put does.  The store time is then read before the lock, but no record was
+        appended in between, so store time still follows position.
+        """
+        if not messages:
+            return []
+        if self.refused_reason is not None:
+            return _all(messages, PutStatus.SERVICE_NOT_AVAILABLE, self.refused_reason)
+        guess = BatchGuess(self._active, self.queue_offsets)
+        try:
+            blob, results = self._encode_batch(messages, guess)
+        except MessageIllegalError as error:
+            return _all(messages, PutStatus.MESSAGE_ILLEGAL, str(error))
+        if len(blob) > self._config.put_batch_size_bytes_max:
+            return _all(messages, PutStatus.MESSAGE_ILLEGAL,
+                        f"batch is {len(blob)} bytes encoded; the maximum is "
+                        f"{self._config.put_batch_size_bytes_max} (put_batch_size_bytes_max)")
+        if not self._put_lock.acquire(True, self._put_lock_timeout_s):
+            return [_busy(self._config) for _ in messages]
+        try:
+            if guess.holds(self._active, self.queue_offsets, len(blob)):
+                self._append_as_guessed(blob, guess)
+            else:
+                self._append_and_restamp(messages, blob, results)
+        except _Refused as refused:
+            return _all(messages, refused.status, refused.reason)
+        finally:
+            self._put_lock.release()
+        if self.after_append is not None:
+            last = results[-1]
+            self.after_append(last.physical_offset + last.size_bytes)
+        return results
+
+    def _encode_batch(self, messages: Sequence[Message],
+                      guess: BatchGuess) -> tuple[bytes, list[PutResult]]:
+        """Encode every record stamped as the guess predicts; the results carry the
+        predicted offsets (corrected in place if the guess breaks)."""
+        parts: list[bytes] = []
+        results: list[PutResult] = []
+        prepare = self._prepare
+        now_ms = guess.store_timestamp_ms
+        physical = guess.physical_offset
+        next_offsets = guess.next_offsets
+        host = self.store_host_packed
+        add_result = results.append
+        key: QueueKey | None = None
+        next_offset = 0
+        for message in messages:
+            try:
+                layout, size, crc, queue_id, flag, born_ms, born_host, body, tail, store_host = \
+                    prepare(message)
+            except MessageIllegalError as error:
+                raise MessageIllegalError(
+                    f"message {len(results)} of the batch: {error}") from None
+            if key is None or queue_id != key[1] or message.topic != key[0]:
+                if key is not None:
+                    next_offsets[key] = next_offset
+                key = (message.topic, queue_id)
+                next_offset = next_offsets.get(key, -1)
+                if next_offset < 0:
+                    next_offset = guess.first_offset(key)
+            # the head as `put` packs it, with the guessed offsets
+            parts += (layout.head.pack(size, layout.magic, crc, queue_id, flag, next_offset,
+                                       physical, layout.host_sysflag,
+                                       now_ms if born_ms < 0 else born_ms, born_host[0],
+                                       born_host[1], now_ms, store_host[0], store_host[1], 0, 0,
+                                       len(body)),
+                      body, tail)
+            add_result(PutResult(_PUT_OK, physical, next_offset, now_ms, size, "", host))
+            next_offset += 1
+            physical += size
+        assert key is not None
+        next_offsets[key] = next_offset
+        return b"".join(parts), results
+
+    def _append_as_guessed(self, blob: bytes, guess: BatchGuess) -> None:
+        """Under the put lock, the guess verified: the records are stamped already."""
+        segment = guess.segment
+        assert segment is not None
+        start = guess.position
+        segment.write_target[start:start + len(blob)] = blob
+        segment.wrote_position = start + len(blob)
+        self.queue_offsets.update(guess.next_offsets)
+        self._queue.last_store_timestamp_ms = guess.store_timestamp_ms
+
+    def _append_and_restamp(self, messages: Sequence[Message], blob: bytes,
+                            results: list[PutResult]) -> None:
+        """Under the put lock, the guess broken (another writer came first): one copy, then
+        stamp each record in place and correct its result."""
+        segment = self._active
+        if segment is None or segment.size_bytes - segment.wrote_position < len(blob) + _RESERVE:
+            segment = self._roll()
+        start = segment.wrote_position
+        target = segment.write_target
+        target[start:start + len(blob)] = blob
+        store_timestamp_ms = _time_ns() // 1_000_000
+        queue_offsets = self.queue_offsets
+        position = start
+        physical = segment.start_position + start
+        for message, result in zip(messages, results, strict=True):
+            key = (message.topic, message.queue_id)
+            queue_offset = queue_offsets.get(key, 0)
+            queue_offsets[key] = queue_offset + 1
+            _OFFSETS.pack_into(target, position + 20, queue_offset, physical)
+            _TIMESTAMP.pack_into(target, position + _store_timestamp_offset(target, position),
+                                 store_timestamp_ms)
+            result.physical_offset = physical
+            result.queue_offset = queue_offset
+            result.store_timestamp_ms = store_timestamp_ms
+            position += result.size_bytes
+            physical += result.size_bytes
+        assert position == start + len(blob)
+        segment.wrote_position = position
+        self._queue.last_store_timestamp_ms = store_timestamp_ms
+
+    # -- group commit alignment ------------------------------------------------------------
+    def seal_group(self) -> tuple[int, int]:
+        """Before a group sync (`group_commit_align_bytes` set): under the put lock, end the
+        group on the next boundary with a filler record (see padding.py).  Returns the end
+        position of the group and the store time of its last record: the sync covers
+        exactly that, and records appended meanwhile wait for the next group."""
+        align_bytes = self._config.group_commit_align_bytes
+        assert align_bytes > 0
+        with self._put_lock:
+            segment = self._active
+            if segment is not None:
+                position = segment.wrote_position
+                physical_offset = segment.start_position + position
+                size = padding_size_bytes(position=physical_offset,
+                                          room_bytes=segment.size_bytes - position,
+                                          align_bytes=align_bytes,
+                                          size_bytes_min=self._padding.size_bytes_min)
+                if size:
+                    store_timestamp_ms = _time_ns() // 1_000_000
+                    segment.write_target[position:position + size] = self._padding.encode(
+                        size_bytes=size, physical_offset=physical_offset,
+                        store_timestamp_ms=store_timestamp_ms)
+                    segment.wrote_position = position + size
+                    self._queue.last_store_timestamp_ms = store_timestamp_ms
+                    count, total_bytes = self.padding_totals
+                    self.padding_totals = (count + 1, total_bytes + size)
+            return self._queue.wrote_position, self._queue.last_store_timestamp_ms
+
+    # -- follower ----------------------------------------------------------------------------
+    def append_raw(self, position: int, data: bytes | bytearray | memoryview) -> int:
+        """A follower's append of the master's bytes at exactly `position`, which must be the
+        end of this log (an empty log starts at any segment boundary); returns the new end.
+        Raises `ReplicationGapError` (nothing appended) for a gap, an overlap, or bytes that
+        are not whole records of this segment; `SegmentCreateError` if the next segment
+        cannot be made.  The master's BLANK tails come with the bytes: no roll writes one."""
+        size_bytes = len(data)
+        assert size_bytes > 0
+        with self._put_lock:
+            segment = self._active
+            if segment is None:
+                if position % self._queue.segment_size_bytes:
+                    raise ReplicationGapError(f"an empty log starts at a segment boundary, "
+                                              f"not at {position}")
+                segment = self._start_raw_segment(position)
+            elif position != segment.start_position + segment.wrote_position:
+                raise ReplicationGapError(f"bytes at {position}, but this log ends at "
+                                          f"{segment.start_position + segment.wrote_position}")
+            elif segment.is_full:
+                segment = self._start_raw_segment(segment.end_position)
+            at = segment.wrote_position
+            store_timestamp_ms = check_chunk(data, position=position,
+                                             segment_room_bytes=segment.size_bytes - at)
+            segment.write_target[at:at + size_bytes] = data
+            segment.wrote_position = at + size_bytes
+            if store_timestamp_ms:
+                self._queue.last_store_timestamp_ms = store_timestamp_ms
+        if self.after_append is not None:
+            self.after_append(position + size_bytes)
+        return position + size_bytes
+
+    def _start_raw_segment(self, start_position: int) -> CommitLogSegment:
+        try:
+            self._active = self._start_segment(start_position)
+        except _Refused as refused:
+            raise SegmentCreateError(refused.reason) from None
+        return self._active
+
+    # -- segments ----------------------------------------------------------------------------
+    def _roll(self) -> CommitLogSegment:
+        """Under the put lock: end the active segment with a BLANK and start the next.
+
+        RocketMQ keeps 8 bytes free at the end of every segment for the BLANK record, so a
+        record never exactly fills a segment.
+        """
+        segment = self._active
+        if segment is not None and not segment.is_full:
+            free = segment.size_bytes - segment.wrote_position
+            assert free >= _RESERVE, "the BLANK reserve was not kept"
+            record.write_blank(segment.write_target, segment.wrote_position, free)
+            segment.wrote_position = segment.size_bytes
+            if self.after_append is not None:
+                self.after_append(segment.end_position)
+        next_start = segment.end_position if segment is not None else self._queue.min_position
+        self._active = self._start_segment(next_start)
+        return self._active
+
+    def _start_segment(self, start_position: int) -> CommitLogSegment:
+        buffer: mmap.mmap | None = None
+        if self._pool is not None:
+            try:
+                buffer = self._pool.borrow(timeout_ms=self._config.pool_borrow_timeout_ms)
+            except BufferPoolExhausted as error:
+                raise _Refused(PutStatus.OS_PAGECACHE_BUSY, str(error)) from None
+        try:
+            segment = self._allocator.take(start_position)
+        except SegmentCreateError as error:
+            if buffer is not None and self._pool is not None:
+                self._pool.give_back(buffer)
+            status = (PutStatus.SERVICE_NOT_AVAILABLE if isinstance(error, DiskFullError)
+                      else PutStatus.CREATE_MAPPED_FILE_FAILED)
+            raise _Refused(status, str(error)) from None
+        if buffer is not None:
+            segment.attach_write_buffer(buffer)
+        self._queue.append(segment)
+        return segment
+
+
+def _store_timestamp_offset(buffer: mmap.mmap, position: int) -> int:
+    """Where STORETIMESTAMP sits in the record at `position` (after a 4- or 16-byte born
+    host, per its SYSFLAG)."""
+    sysflag = int.from_bytes(buffer[position + 36:position + 40], "big")
+    layout = record.LAYOUTS[bool(sysflag & record.SysFlag.BORN_HOST_V6), False, False]
+    return layout.store_timestamp_offset
+
+
+def _all(messages: Sequence[Message], status: PutStatus, reason: str) -> list[PutResult]:
+    return [PutResult(status, reason=reason) for _ in messages]
+
+
+def _busy(config: StoreConfig) -> PutResult:
+    return PutResult(PutStatus.OS_PAGECACHE_BUSY,
+                     reason=f"put lock not acquired within {config.put_lock_timeout_ms} ms "
+                            f"(put_lock_timeout_ms)")

@@ -1,0 +1,101 @@
+"""The writer's positions publisher: keeps `positions` (see watermarks.py) current.
+
+While the log moves it republishes every `positions_publish_gap_us`, so a reader in another
+process (the indexer) sees new bytes within about that long; when nothing moves it sleeps until
+an append wakes it, or `positions_publish_interval_ms` passes (a heartbeat: `published_ms`
+tells readers the writer is alive).  The put path only sets an event that is usually set
+already: no encode, no CRC, no syscall per put.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ParamSpec
+
+from ..config import StoreConfig
+from ..files.watermarks import PositionsFile
+from ..service_thread import FatalHandler, ServiceThread
+from .pool import TransientStorePool
+from .segment_queue import SegmentQueue
+
+P = ParamSpec("P")
+
+POSITIONS_FILE = "positions"
+
+Snapshot = Callable[[], tuple[int, int, int, int]]
+"""(min_position, wrote_position, committed_position, flushed_position)."""
+
+
+def positions_snapshot(queue: SegmentQueue, pool: TransientStorePool | None) -> Snapshot:
+    """Read the watermarks lowest first: each later read can only be higher, so the tuple
+    is ordered even while the services move them."""
+
+    def snapshot() -> tuple[int, int, int, int]:
+        flushed = queue.flushed_where
+        min_position = min(queue.min_position, flushed)
+        committed = queue.committed_where if pool is not None else queue.wrote_position
+        return min_position, queue.wrote_position, committed, flushed
+
+    return snapshot
+
+
+def chain(first: Callable[P, None] | None, second: Callable[P, None]) -> Callable[P, None]:
+    """One hook that calls both (the put path has a single `after_append`)."""
+    if first is None:
+        return second
+
+    def both(*arguments: P.args, **keywords: P.kwargs) -> None:
+        first(*arguments, **keywords)
+        second(*arguments, **keywords)
+
+    return both
+
+
+class PositionsPublisher(ServiceThread):
+    name = "positions"
+
+    def __init__(self, directory: Path, config: StoreConfig, *, recovered_end_position: int,
+                 snapshot: Snapshot, on_fatal: FatalHandler) -> None:
+        super().__init__(on_fatal=on_fatal)
+        self._config = config
+        self._snapshot = snapshot
+        self.file = PositionsFile(directory / POSITIONS_FILE, writable=True)
+        previous = self.file.read()
+        previous_generation = previous[1]["generation"] if previous is not None else 0
+        self.generation = max(previous_generation + 1, time.time_ns())
+        """Unique per writer open even if the last publish was lost with the page cache."""
+        self.recovered_end_position = recovered_end_position
+        self._last: tuple[int, int, int, int] | None = None
+        self._last_ms = 0
+        self.publish()
+
+    def publish(self) -> bool:
+        """Publish now if anything moved or the heartbeat is due; True if it published."""
+        values = self._snapshot()
+        now_ms = time.time_ns() // 1_000_000
+        heartbeat_due = now_ms - self._last_ms >= self._config.positions_publish_interval_ms
+        if values == self._last and not heartbeat_due:
+            return False
+        min_position, wrote, committed, flushed = values
+        assert min_position <= flushed <= committed <= wrote, values
+        self.file.publish(generation=self.generation,
+                          recovered_end_position=self.recovered_end_position,
+                          min_position=min_position, wrote_position=wrote,
+                          committed_position=committed, flushed_position=flushed,
+                          published_ms=now_ms, writer_pid=os.getpid())
+        self._last, self._last_ms = values, now_ms
+        return True
+
+    def run_once(self) -> None:
+        if self.publish() and self._snapshot() != self._last:
+            time.sleep(self._config.positions_publish_gap_us / 1_000_000)
+            return
+        self.wait_for_running(self._config.positions_publish_interval_ms)
+
+    def shutdown_drain(self) -> None:
+        self._last = None  # a final publish with the drained positions
+        self.publish()
+        self.file.close()

@@ -1,0 +1,1 @@
+"""The race API (`append`, `get_range`) and its read cache, on top of `put` and `get`."""

@@ -1,0 +1,328 @@
+"""`Follower`: a read-only view of a store directory that other processes write.
+
+    <directory>/positions        the writer's watermarks: committed end, log start (read)
+    <directory>/dispatched       how far the indexer's consume queues are written (read)
+    <directory>/commitlog/       segments, mapped read-only (follower_log.py)
+    <directory>/consumequeue/    consume queues, mapped read-only (follower_queue.py)
+    <directory>/index/           index files, mapped read-only (follower_index.py)
+
+The pull-notifier serves consumers through this.  It takes no lock and writes nothing, so
+any number of followers (notifier replicas) can read one directory beside the writer and the
+indexer.  Reads answer as `MessageStore`'s do (same `reads.py` code, same statuses and
+next-offset rules); what differs is how the follower learns what is readable:
+
+| source                              | call                 | moves                          |
+|-------------------------------------|----------------------|--------------------------------|
+| indexer notice "advanced"           | `advance(notices)`   | queue max offsets, up only     |
+| indexer snapshot (each (re)connect) | `apply_snapshot(..)` | queue min and max, max also down|
+| `dispatched` + directory listings   | `refresh()`          | max offsets up; new queues;    |
+|                                     |                      | files retention deleted        |
+| `positions`                         | each of the above    | log start and committed end    |
+
+A consume queue entry is read only below a max offset one of these vouched for, and a record
+only below the committed end the writer published.  When a new writer generation recovered the
+log to an end below what was readable (a machine crash lost committed bytes), the indexer cuts
+its queues back; the follower forgets every queue and relearns them from notices, and from
+`dispatched` once the indexer has followed the new generation.
+
+Not thread-safe: one thread (the notifier's event loop) makes every call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import NamedTuple
+
+from ..config import StoreConfig
+from ..errors import StoreError, StoreFormatError
+from ..files.watermarks import DispatchedFile, PositionsFile, WatermarkFile
+from ..format import record
+from ..format.message import StoredMessage
+from ..index.follower_index import FollowerIndex
+from ..log.publisher import POSITIONS_FILE
+from ..queues.consume_queues import CONSUME_QUEUE_DIRECTORY
+from ..queues.follower_queue import FollowerQueue, RecordMatches
+from ..recovery.startup import COMMITLOG_DIRECTORY, DISPATCHED_FILE, INDEX_DIRECTORY
+from . import reads
+from .follower_log import FollowerLog
+from .reads import GetResult, NoRecordError
+
+log = logging.getLogger(__name__)
+
+QueueKey = tuple[str, int]
+
+
+class QueueInfo(NamedTuple):
+    topic: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    """Exclusive: the next offset to be written."""
+
+
+class Follower:
+    """Use `Follower.open(directory, config)`; `close()` when done."""
+
+    def __init__(self, directory: Path, config: StoreConfig) -> None:
+        self.directory = directory
+        self.config = config
+        self.log = FollowerLog(directory / COMMITLOG_DIRECTORY,
+                               segment_size_bytes=config.segment_size_bytes)
+        self.index = (FollowerIndex(directory / INDEX_DIRECTORY,
+                                    hash_slot_count=config.index_hash_slot_count,
+                                    index_count_max=config.index_count_max,
+                                    query_results_max=config.index_query_results_max)
+                      if config.index_enabled else None)
+        self._queues: dict[QueueKey, FollowerQueue] = {}
+        self._topics: dict[str, list[int]] = {}
+        self._watermarks: dict[str, WatermarkFile] = {}
+        self.writer_generation: int | None = None
+        self.dispatched_position = 0
+        """The indexer's last published `dispatched_position` (0 before any)."""
+        self._cut_generation: int | None = None
+        """Set after a log cut: `dispatched` vouches again once the indexer follows it."""
+        self.problem: str | None = None
+        """Why `positions` or `dispatched` could not be read at the last attempt, or None."""
+
+    @classmethod
+    def open(cls, directory: str | Path, config: StoreConfig | None = None) -> Follower:
+        """A follower of `directory` (which may not hold anything yet), refreshed once."""
+        follower = cls(Path(directory), config or StoreConfig())
+        try:
+            follower.refresh()
+        except BaseException:
+            follower.close()
+            raise
+        return follower
+
+    # -- learning what is readable -----------------------------------------------------------
+    def advance(self, notices: Mapping[QueueKey, int]) -> dict[QueueKey, int]:
+        """Queues advanced to the given next offsets (an indexer notice); returns the queues
+        whose max offset rose, with their new max offset."""
+        self._read_positions()
+        advanced: dict[QueueKey, int] = {}
+        for (topic, queue_id), next_offset in notices.items():
+            queue = self._queue(topic, queue_id)
+            if queue.vouch(next_offset):
+                queue.settle_min(log_min_position=self.log.min_position)
+                advanced[topic, queue_id] = queue.max_offset
+        return advanced
+
+    def apply_snapshot(self, queues: Iterable[tuple[str, int, int, int]]
+                       ) -> dict[QueueKey, int]:
+        """The indexer's (topic, queue id, min offset, max offset) of every queue, sent first
+        on each (re)connect: the truth, so a max offset may also move down."""
+        self._read_positions()
+        advanced: dict[QueueKey, int] = {}
+        for topic, queue_id, min_offset, max_offset in queues:
+            queue = self._queue(topic, queue_id)
+            if max_offset < queue.max_offset:
+                log.warning("%s/%d: the indexer's snapshot ends at %d, below %d read here",
+                            topic, queue_id, max_offset, queue.max_offset)
+                queue.lower(max_offset)
+            elif queue.vouch(max_offset):
+                advanced[topic, queue_id] = queue.max_offset
+            queue.settle_min(log_min_position=self.log.min_position, min_offset=min_offset)
+        return advanced
+
+    def refresh(self, *, vouch_from_dispatched: bool = True) -> dict[QueueKey, int]:
+        """Re-read `dispatched` and `positions`; drop files retention deleted; find new
+        queues; and (if asked) raise max offsets to what `dispatched` vouches for.  Returns
+        the queues whose max offset rose."""
+        dispatched = self._read_watermark(DispatchedFile, DISPATCHED_FILE)  # before positions
+        log_min_position = self.log.min_position
+        self._read_positions()
+        moved = self.log.min_position != log_min_position
+        for queue in self._queues.values():
+            # The indexer deletes files after the log's start moved, maybe after this pass:
+            # look every time (one stat per queue of several files), or deleted files would
+            # stay mapped, their space not freed, until the start moves again.
+            if queue.forget_deleted() or moved:
+                queue.settle_min(log_min_position=self.log.min_position)
+        self._discover_queues()
+        if dispatched is None:
+            return {}
+        self.dispatched_position = dispatched["dispatched_position"]
+        if self._cut_generation is not None:
+            if dispatched["writer_generation"] != self._cut_generation:
+                return {}  # the indexer has not cut its queues yet
+            self._cut_generation = None
+        if not vouch_from_dispatched:
+            return {}
+        advanced: dict[QueueKey, int] = {}
+        bound = min(self.dispatched_position, self.log.readable_end)
+        for key, queue in list(self._queues.items()):
+            offset = queue.dispatched_offset(bound, record_matches=self._matcher(key[1]))
+            if queue.vouch(offset):
+                queue.settle_min(log_min_position=self.log.min_position)
+                advanced[key] = queue.max_offset
+        return advanced
+
+    # -- reads (as MessageStore's) -----------------------------------------------------------
+    def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
+            tags: Sequence[str] | None = None) -> GetResult:
+        """`MessageStore.get`: release the result (or use `with`) when done."""
+        return reads.get(self._queues.get((topic, queue_id)), offset, max_messages, tags=tags,
+                         find_segment=self.log.find,
+                         transfer_count_max=self.config.get_transfer_count_max,
+                         transfer_bytes_max=self.config.get_transfer_bytes_max)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get((topic, queue_id))
+        return queue.min_offset if queue is not None else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The next offset of the queue (exclusive), as vouched for so far."""
+        queue = self._queues.get((topic, queue_id))
+        return queue.max_offset if queue is not None else 0
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """`MessageStore.offset_by_time`: the first offset stored at or after the time."""
+        queue = self._queues.get((topic, queue_id))
+        if queue is None:
+            return 0
+        return reads.offset_by_time(queue, timestamp_ms, find_segment=self.log.find)
+
+    def message_at(self, physical_offset: int) -> StoredMessage:
+        """The record at `physical_offset`, below the committed end; `NoRecordError` if
+        there is none (gone, not yet committed, or not a record's start)."""
+        if physical_offset >= self.log.readable_end:
+            self._read_positions()  # a message just written: the end may have moved
+        return reads.message_at(self.log.find, physical_offset,
+                                log_range=(self.log.min_position, self.log.readable_end))
+
+    def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
+                     max_messages: int = 32) -> list[StoredMessage]:
+        """`MessageStore.query_by_key`: exact, oldest first."""
+        if self.index is None:
+            raise StoreError("the index is disabled (index_enabled=false)")
+        self._read_positions()
+        matches = reads.key_matcher(topic, key, message_at=self._message_at_or_none)
+        positions = self.index.query(topic=topic, key=key, begin_ms=begin_ms,
+                                     end_ms=(1 << 62) if end_ms is None else end_ms,
+                                     max_results=max_messages, key_matches=matches)
+        return [self.message_at(position) for position in positions]
+
+    def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
+        """Every message from `start_position` to the committed end, in physical order."""
+        self._read_positions()
+        start = self.log.min_position if start_position is None else start_position
+        return reads.iter_messages(self.log.find, start, self.log.readable_end)
+
+    def queues(self) -> list[QueueInfo]:
+        """Every known queue with its offsets, by topic then queue id."""
+        return [QueueInfo(topic, queue_id, queue.min_offset, queue.max_offset)
+                for (topic, queue_id), queue in sorted(self._queues.items())]
+
+    def topics(self) -> list[str]:
+        return sorted(self._topics)
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """The queue ids of `topic` known so far, ascending."""
+        return list(self._topics.get(topic, ()))
+
+    # -- internals -----------------------------------------------------------------------------
+    def _queue(self, topic: str, queue_id: int) -> FollowerQueue:
+        queue = self._queues.get((topic, queue_id))
+        if queue is None:
+            directory = self.directory / CONSUME_QUEUE_DIRECTORY / topic / str(queue_id)
+            queue = FollowerQueue(directory, topic=topic, queue_id=queue_id,
+                                  file_size_bytes=self.config.consume_queue_file_size_bytes)
+            self._queues[topic, queue_id] = queue
+            self._topics[topic] = sorted([*self._topics.get(topic, ()), queue_id])
+        return queue
+
+    def _discover_queues(self) -> None:
+        root = self.directory / CONSUME_QUEUE_DIRECTORY
+        if not root.is_dir():
+            return
+        for topic_directory in root.iterdir():
+            if not topic_directory.is_dir():
+                continue
+            for queue_directory in topic_directory.iterdir():
+                if queue_directory.name.isdigit() and queue_directory.name.isascii():
+                    self._queue(topic_directory.name, int(queue_directory.name))
+
+    def _matcher(self, queue_id: int) -> RecordMatches:
+        def matches(physical_offset: int, size_bytes: int, queue_offset: int) -> bool:
+            segment = self.log.find(physical_offset)
+            if segment is None or not segment.hold():
+                return False
+            try:
+                check = record.check_record(
+                    segment.mapping, physical_offset - segment.start_position,
+                    limit=segment.read_position, expected_physical_offset=physical_offset,
+                    verify_crc=False)
+            finally:
+                segment.release()
+            head = check.head
+            return (check.status is record.RecordCheck.OK and head is not None
+                    and head.total_size == size_bytes and head.queue_offset == queue_offset
+                    and head.queue_id == queue_id)
+
+        return matches
+
+    def _message_at_or_none(self, physical_offset: int) -> StoredMessage | None:
+        try:
+            return self.message_at(physical_offset)
+        except NoRecordError:
+            return None
+
+    def _read_positions(self) -> None:
+        published = self._read_watermark(PositionsFile, POSITIONS_FILE)
+        if published is None:
+            return
+        generation = published["generation"]
+        recovered_end = published["recovered_end_position"]
+        if (self.writer_generation is not None and generation != self.writer_generation
+                and recovered_end < self.log.readable_end):
+            log.warning("writer generation %d recovered the log to %d, below %d read here: "
+                        "forgetting every consume queue until the indexer has cut them",
+                        generation, recovered_end, self.log.readable_end)
+            self.log.cut_to(recovered_end)
+            self._close_queues()
+            self._cut_generation = generation
+        self.writer_generation = generation
+        self.log.update(min_position=published["min_position"],
+                        readable_end=published["committed_position"])
+
+    def _read_watermark(self, kind: type[WatermarkFile], name: str) -> dict[str, int] | None:
+        try:
+            watermark = self._watermarks.get(name)
+            if watermark is None:
+                watermark = self._watermarks[name] = kind(self.directory / name, writable=False)
+            found = watermark.read()
+        except FileNotFoundError:
+            return None  # that process has not published yet
+        except StoreFormatError as error:
+            if self.problem is None:
+                log.error("cannot read %s: %s", name, error)
+            self.problem = f"{name}: {error}"
+            return None
+        self.problem = None
+        return found[1] if found is not None else None
+
+    def _close_queues(self) -> None:
+        for queue in self._queues.values():
+            queue.close()
+        self._queues.clear()
+        self._topics.clear()
+
+    def close(self) -> None:
+        self._close_queues()
+        self.log.close()
+        if self.index is not None:
+            self.index.close()
+        for watermark in self._watermarks.values():
+            watermark.close()
+        self._watermarks.clear()
+
+    def __enter__(self) -> Follower:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()

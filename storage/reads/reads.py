@@ -1,0 +1,316 @@
+"""Reads: `get` by queue offset with RocketMQ's pull statuses, and lookups by time and key.
+
+`get` (spec §10.2), with min/max the queue's offsets (max exclusive):
+
+| case                          | status                 | next_offset               |
+|-------------------------------|------------------------|---------------------------|
+| max == 0                      | NO_MESSAGE_IN_QUEUE    | 0                         |
+| offset < min                  | OFFSET_TOO_SMALL       | min                       |
+| offset == max                 | OFFSET_OVERFLOW_ONE    | offset                    |
+| offset > max                  | OFFSET_OVERFLOW_BADLY  | max                       |
+| entries unreadable            | OFFSET_FOUND_NULL      | the next file's first     |
+| scan found messages           | FOUND                  | offset + entries scanned  |
+| scan found none (tag filter)  | NO_MATCHED_MESSAGE     | offset + entries scanned  |
+| records gone (retention)      | MESSAGE_WAS_REMOVING   | offset + entries scanned  |
+
+Messages are served from the mapped segments without copying: each body (and each whole
+record, for a server that sends bytes unchanged) is a memoryview into a held segment, valid
+until the result is released (`with store.get(...) as result:`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Generator, Iterator, Sequence
+from types import TracebackType
+
+from ..errors import StoreError
+from ..files.consume_queue_file import ENTRY_SIZE_BYTES, FILLER_SIZE, Entries
+from ..files.segment import CommitLogSegment
+from ..format import record
+from ..format.java_hash import java_string_hash
+from ..format.message import StoredMessage, decode_stored
+from ..format.padding import PADDING_TOPIC
+from ..format.properties import PROPERTY_TAGS, PROPERTY_UNIQUE_KEY, decode_properties
+from ..queues.consume_queue import ConsumeQueue
+
+
+class NoRecordError(StoreError, LookupError):
+    """No readable record starts at the given physical offset."""
+
+
+SCAN_BYTES_MIN = 16_000
+"""RocketMQ scans at least 16,000 bytes of consume queue (800 entries) per get."""
+
+FindSegment = Callable[[int], CommitLogSegment | None]
+
+
+class GetStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+
+
+class GetResult:
+    """Status, offsets and messages of one get; release it (or use `with`) when done."""
+
+    def __init__(self, status: GetStatus, *, next_offset: int, min_offset: int,
+                 max_offset: int) -> None:
+        self.status = status
+        self.next_offset = next_offset
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+        self.messages: list[StoredMessage] = []
+        self.records: list[memoryview] = []
+        """Each message's whole record, as stored (what a server sends unchanged)."""
+        self._held: list[CommitLogSegment] = []
+
+    def hold(self, segment: CommitLogSegment) -> None:
+        """Keep a reference the caller took on `segment` until `release`."""
+        self._held.append(segment)
+
+    def release(self) -> None:
+        for message in self.messages:
+            if isinstance(message.body, memoryview):
+                message.body.release()
+        for view in self.records:
+            view.release()
+        self.records.clear()
+        for segment in self._held:
+            segment.release()
+        self._held.clear()
+
+    def __enter__(self) -> GetResult:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return (f"GetResult({self.status.name}, next_offset={self.next_offset}, "
+                f"min={self.min_offset}, max={self.max_offset}, "
+                f"messages={len(self.messages)})")
+
+
+def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
+        tags: Sequence[str] | None, find_segment: FindSegment, transfer_count_max: int,
+        transfer_bytes_max: int) -> GetResult:
+    min_offset = queue.min_offset if queue is not None else 0
+    max_offset = queue.max_offset if queue is not None else 0
+    status, next_offset = _bounds_status(offset, min_offset, max_offset)
+    result = GetResult(status or GetStatus.FOUND, next_offset=next_offset,
+                       min_offset=min_offset, max_offset=max_offset)
+    if status is not None or queue is None:
+        return result
+    count_max = max(SCAN_BYTES_MIN, max_messages * ENTRY_SIZE_BYTES) // ENTRY_SIZE_BYTES
+    found = queue.read(offset, count_max)
+    if found is None:
+        result.status = GetStatus.OFFSET_FOUND_NULL
+        result.next_offset = _next_file_offset(queue, offset)
+        return result
+    queue_file, entries = found
+    del found  # the view must have no other reference when the file is released
+    try:
+        limits = (min(max_messages, transfer_count_max), transfer_bytes_max)
+        scanned = _scan(entries, result, limits=limits, tags=tags, find_segment=find_segment)
+    finally:
+        del entries
+        queue_file.release()
+    result.next_offset = offset + scanned
+    return result
+
+
+def _bounds_status(offset: int, min_offset: int,
+                   max_offset: int) -> tuple[GetStatus | None, int]:
+    if max_offset == 0:
+        return GetStatus.NO_MESSAGE_IN_QUEUE, 0
+    if offset < min_offset:
+        return GetStatus.OFFSET_TOO_SMALL, min_offset
+    if offset == max_offset:
+        return GetStatus.OFFSET_OVERFLOW_ONE, offset
+    if offset > max_offset:
+        return GetStatus.OFFSET_OVERFLOW_BADLY, max_offset
+    return None, offset
+
+
+def _next_file_offset(queue: ConsumeQueue, offset: int) -> int:
+    position = offset * ENTRY_SIZE_BYTES
+    return (position - position % queue.file_size_bytes + queue.file_size_bytes) \
+        // ENTRY_SIZE_BYTES
+
+
+def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
+          tags: Sequence[str] | None, find_segment: FindSegment) -> int:
+    """Collect matching messages; return how many entries were consumed."""
+    count_max, bytes_max = limits
+    wanted = {java_string_hash(tag) for tag in tags} if tags else None
+    physical_offsets = entries["physical_offset"].tolist()
+    sizes = entries["size"].tolist()
+    codes = entries["tags_code"].tolist() if wanted is not None else []
+    total_bytes = 0
+    removed = False
+    for index, (physical_offset, size) in enumerate(zip(physical_offsets, sizes, strict=True)):
+        if len(result.messages) >= count_max or (result.messages and
+                                                 total_bytes + size > bytes_max):
+            return index
+        if size == FILLER_SIZE or (wanted is not None and codes[index] not in wanted):
+            continue
+        read = _read_message(physical_offset, find_segment)
+        if read is None:
+            removed = True
+            continue
+        message, record_view, segment = read
+        if tags and message.properties.get(PROPERTY_TAGS) not in tags:
+            _drop(message, record_view, segment)  # a tag hash collision: exact check fails
+            continue
+        result.messages.append(message)
+        result.records.append(record_view)
+        result.hold(segment)
+        total_bytes += size
+    if not result.messages:
+        result.status = (GetStatus.MESSAGE_WAS_REMOVING if removed
+                         else GetStatus.NO_MATCHED_MESSAGE)
+    return len(physical_offsets)
+
+
+def _read_message(physical_offset: int, find_segment: FindSegment
+                  ) -> tuple[StoredMessage, memoryview, CommitLogSegment] | None:
+    """The record at `physical_offset` with a zero-copy body, its segment held; None if the
+    segment is gone (retention) or no record starts there."""
+    segment = find_segment(physical_offset)
+    if segment is None or not segment.hold():
+        return None
+    position = physical_offset - segment.start_position
+    check = record.check_record(segment.mapping, position, limit=segment.read_position,
+                                expected_physical_offset=physical_offset, verify_crc=False)
+    if check.status is not record.RecordCheck.OK:
+        segment.release()
+        return None
+    assert check.head is not None
+    assert check.layout is not None
+    with memoryview(segment.mapping) as view:
+        body, topic, properties = record.decode_variable(view, position, check.layout,
+                                                         check.head)
+        record_view = view[position:position + check.size_bytes]
+    message = StoredMessage(check.head, body=body, topic=topic.decode("ascii", "replace"),
+                            properties=decode_properties(properties))
+    return message, record_view, segment
+
+
+def _drop(message: StoredMessage, record_view: memoryview, segment: CommitLogSegment) -> None:
+    if isinstance(message.body, memoryview):
+        message.body.release()
+    record_view.release()
+    segment.release()
+
+
+def offset_by_time(queue: ConsumeQueue, timestamp_ms: int, *,
+                   find_segment: FindSegment) -> int:
+    """Binary search of the queue for the first entry stored at or after `timestamp_ms`;
+    entries whose record is gone count as older than any time."""
+    low, high = queue.min_offset, queue.max_offset
+    while low < high:
+        middle = (low + high) // 2
+        if _store_time(queue, middle, find_segment) < timestamp_ms:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _store_time(queue: ConsumeQueue, offset: int, find_segment: FindSegment) -> int:
+    found = queue.read(offset, 1)
+    if found is None:
+        return -1
+    queue_file, entries = found
+    del found
+    try:
+        physical_offset = int(entries["physical_offset"][0])
+    finally:
+        del entries
+        queue_file.release()
+    segment = find_segment(physical_offset)
+    if segment is None or not segment.hold():
+        return -1
+    try:
+        _, head = record.decode_head(segment.mapping, physical_offset - segment.start_position)
+        return head.store_timestamp_ms
+    finally:
+        segment.release()
+
+
+def key_matcher(topic: str, key: str, *, message_at: Callable[[int], StoredMessage | None]
+                ) -> Callable[[int], bool]:
+    """The exact check behind a key query: the record at a candidate position belongs to
+    `topic` and carries `key` among its KEYS or as its UNIQ_KEY."""
+
+    def matches(physical_offset: int) -> bool:
+        message = message_at(physical_offset)
+        if message is None or message.topic != topic:
+            return False
+        return key in message.keys or message.properties.get(PROPERTY_UNIQUE_KEY) == key
+
+    return matches
+
+
+def message_at(find_segment: FindSegment, physical_offset: int, *,
+               log_range: tuple[int, int]) -> StoredMessage:
+    """Decode the record starting at `physical_offset` (`log_range` is for the error)."""
+    segment = find_segment(physical_offset)
+    if segment is None or not segment.hold():
+        raise NoRecordError(f"no segment holds physical offset {physical_offset} "
+                            f"(log is [{log_range[0]}, {log_range[1]}))")
+    try:
+        position = physical_offset - segment.start_position
+        check = record.check_record(segment.mapping, position, limit=segment.read_position,
+                                    expected_physical_offset=physical_offset, verify_crc=False)
+        if check.status is not record.RecordCheck.OK:
+            raise NoRecordError(f"no record starts at physical offset {physical_offset}: "
+                                f"{check.reason or check.status.value}")
+        return decode_stored(segment.mapping, position)
+    finally:
+        segment.release()
+
+
+def iter_messages(find_segment: FindSegment, start_position: int,
+                  end_position: int) -> Iterator[StoredMessage]:
+    """Every message in [start_position, end_position), segment by segment, each held while
+    it is read."""
+    position = start_position
+    while position < end_position:
+        segment = find_segment(position)
+        if segment is None or not segment.hold():
+            return
+        try:
+            position = yield from segment_messages(segment, position, end_position)
+        finally:
+            segment.release()
+
+
+def segment_messages(segment: CommitLogSegment, position: int,
+                      end: int) -> Generator[StoredMessage, None, int]:
+    """Yield the records of one held segment from `position`; return where the scan ended."""
+    limit = min(segment.read_position, end - segment.start_position)
+    relative = position - segment.start_position
+    while relative < limit:
+        physical = segment.start_position + relative
+        check = record.check_record(segment.mapping, relative, limit=segment.size_bytes,
+                                    expected_physical_offset=physical, verify_crc=False)
+        if check.status is record.RecordCheck.OK:
+            message = decode_stored(segment.mapping, relative)
+            if message.topic != PADDING_TOPIC:  # a group commit's filler (padding.py)
+                yield message
+            relative += check.size_bytes
+        elif check.status is record.RecordCheck.BLANK:
+            return segment.end_position
+        else:
+            raise NoRecordError(f"{segment.path}: unreadable record at physical offset "
+                                f"{physical}: {check.reason or check.status.value}")
+    return segment.start_position + relative
+
