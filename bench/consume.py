@@ -117,7 +117,7 @@ def raw_walk(store: MessageStore, count: int) -> float:
     for path in paths:
         with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as m, \
                 memoryview(m) as view:
-            position, limit = 0, store.max_position - int(path.name)
+            position, limit = 0, store.committed_position - int(path.name)
             while position < limit and read < count:
                 size, magic = SIZE_AND_MAGIC.unpack_from(m, position)
                 if magic == MAGIC_BLANK or size == 0:

@@ -233,8 +233,8 @@ async def lag_load(pair: Pair, *, seconds: float) -> dict[str, Any]:
         await asyncio.gather(sample(), *(_batch_sender(session, f"{pair.master.url}/v1/batch",
                                                        stop_at, sent) for _ in range(4)))
     stopped = time.perf_counter()
-    end = pair.master.status()["log_end_position"]
-    while pair.follower.status()["log_end_position"] < end:
+    end = pair.master.status()["written_position"]
+    while pair.follower.status()["written_position"] < end:
         await asyncio.sleep(0.005)
     samples.sort()
     return {"messages_per_s": sent[0] / seconds, "lag_p50_bytes": _quantile(samples, 0.5),

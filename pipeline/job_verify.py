@@ -34,7 +34,7 @@ def _scan(path: str) -> SegmentSummary:
 def holes(summaries: list[SegmentSummary]) -> list[Corruption]:
     """Segments that end without a BLANK although a later segment holds data."""
     holding = [s for s in summaries if s.record_count or s.corruptions]
-    return [Corruption(s.data_end_position, f"segment {s.name} ends without a BLANK record "
+    return [Corruption(s.written_position, f"segment {s.name} ends without a BLANK record "
                        f"but later segments hold data")
             for s in holding[:-1] if not s.ends_with_blank and not s.corruptions]
 

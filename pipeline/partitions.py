@@ -30,13 +30,13 @@ from .store_files import SegmentInfo, StoreFiles
 @dataclasses.dataclass(frozen=True)
 class SegmentRange(InputPartition):
     """Records starting in [range_start, range_end) of one segment (positions relative to
-    the segment), readable up to `readable_end` (absolute)."""
+    the segment), readable up to `committed_position` (absolute)."""
 
     directory: str
     segment_start: int
     range_start: int
     range_end: int
-    readable_end: int
+    committed_position: int
 
     def __post_init__(self) -> None:
         assert 0 <= self.range_start < self.range_end
@@ -44,9 +44,9 @@ class SegmentRange(InputPartition):
 
 
 def _may_match(segment: SegmentInfo, following: SegmentInfo | None, *, size_bytes: int,
-               selection: Selection, readable_end: int) -> bool:
+               selection: Selection, committed_position: int) -> bool:
     start = segment.start_position
-    if start >= readable_end or segment.first_store_timestamp_ms is None:
+    if start >= committed_position or segment.first_store_timestamp_ms is None:
         return False
     if start + size_bytes <= selection.physical_offset_start:
         return False
@@ -70,9 +70,9 @@ def plan_partitions(files: StoreFiles, selection: Selection, *,
     for index, segment in enumerate(segments):
         following = segments[index + 1] if index + 1 < len(segments) else None
         if not _may_match(segment, following, size_bytes=size, selection=selection,
-                          readable_end=files.readable_end):
+                          committed_position=files.committed_position):
             continue
-        data_bytes = min(size, files.readable_end - segment.start_position)
+        data_bytes = min(size, files.committed_position - segment.start_position)
         lower = max(0, selection.physical_offset_start - segment.start_position)
         # Ranges are cut by size alone: each task finds its first record (walk.py).  The
         # last range reaches the segment's end; ranges wholly below the selection's start
@@ -84,5 +84,5 @@ def plan_partitions(files: StoreFiles, selection: Selection, *,
             if range_end <= lower:
                 continue
             planned.append(SegmentRange(files.directory, segment.start_position, range_start,
-                                        range_end, files.readable_end))
+                                        range_end, files.committed_position))
     return planned

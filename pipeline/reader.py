@@ -70,7 +70,7 @@ def read_range(part: SegmentRange, options: ReadOptions) -> Iterator[pa.RecordBa
 def _read_mapped(view: memoryview, part: SegmentRange,
                  options: ReadOptions) -> Iterator[pa.RecordBatch]:
     base = part.segment_start
-    limit = max(0, min(len(view), part.readable_end - base))
+    limit = max(0, min(len(view), part.committed_position - base))
     start = find_record_start(view, base=base, from_position=part.range_start, limit=limit)
     if start is None or start >= part.range_end:
         return

@@ -44,7 +44,7 @@ class StoreFiles:
     directory: str
     segment_size_bytes: int
     segments: tuple[SegmentInfo, ...]
-    readable_end: int
+    committed_position: int
     """Exclusive end of what may be read: the published committed position, or no bound."""
     min_position: int
 
@@ -63,11 +63,11 @@ def load_store_files(directory: str | Path) -> StoreFiles:
         start = parse_segment_name(path.name)
         assert start is not None
         infos.append(SegmentInfo(start, _first_store_timestamp_ms(path)))
-    readable_end, min_position = _published_positions(root)
+    committed_position, min_position = _published_positions(root)
     if infos:
         min_position = max(min_position, infos[0].start_position)
     return StoreFiles(directory=str(root), segment_size_bytes=size, segments=tuple(infos),
-                      readable_end=readable_end, min_position=min_position)
+                      committed_position=committed_position, min_position=min_position)
 
 
 def _first_store_timestamp_ms(path: Path) -> int | None:

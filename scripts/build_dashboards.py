@@ -113,7 +113,7 @@ def dashboard(uid: str, title: str, description: str, items: list[dict[str, Any]
 
 def _overview_rate_and_disk() -> list[dict[str, Any]]:
     """Traffic, durability and disk rows."""
-    s, wrote = sel(), sel('watermark="wrote"')
+    s, written = sel(), sel('watermark="written"')
     return [
         row("Traffic"),
         panel("Produce rate", "ops", [
@@ -140,7 +140,7 @@ def _overview_rate_and_disk() -> list[dict[str, Any]]:
             description="Free transient store pool buffers; absent when the pool is off. "
                         "At 0 the next segment waits for a buffer."),
         panel("Commit log write rate", "Bps", [
-            (f"max by (pod) (deriv(mqstore_commitlog_position_bytes{wrote}{RATE}))", "{{pod}}")],
+            (f"max by (pod) (deriv(mqstore_commitlog_position_bytes{written}{RATE}))", "{{pod}}")],
             description="Bytes appended to the commit log per second (the slope of the "
                         "written position)."),
         panel("Writer store failed", "bool", [
@@ -171,7 +171,7 @@ def _overview_flow() -> list[dict[str, Any]]:
         panel("Dispatch lag", "bytes", [
             (f"max by (pod) (mqstore_dispatch_behind_bytes{indexer})", "indexer {{pod}}"),
             (f"max by (pod) (mqstore_commitlog_position_bytes{committed})"
-             f" - max by (pod) (mqstore_follower_dispatched_position_bytes{s})",
+             f" - max by (pod) (mqstore_notifier_dispatched_position_bytes{s})",
              "published {{pod}}")],
             description="Committed log bytes not yet in consume queues: the indexer's own "
                         "figure, and the writer's committed position minus the dispatch "
@@ -237,7 +237,7 @@ def storage() -> dict[str, Any]:
         panel("Watermarks", "bytes", [
             (f"max by (pod, watermark) (mqstore_commitlog_position_bytes{s})",
              "{{watermark}} {{pod}}")],
-            description="Commit log positions: min, wrote, committed, flushed, "
+            description="Commit log positions: min, written, committed, flushed, "
                         "replicated."),
         panel("Disk syncs", "ops", [
             (f"sum by (pod) (rate(mqstore_flush_syncs_total{s}{RATE}))", "{{pod}}")],

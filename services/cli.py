@@ -167,7 +167,7 @@ def _produce(arguments: argparse.Namespace) -> int:
     body = bytes(range(256)) * (arguments.body_bytes // 256) + bytes(arguments.body_bytes % 256)
     started = time.perf_counter()
     with MessageStore.open(arguments.directory, config) as store:
-        first_position = store.wrote_position
+        first_position = store.written_position
         written = 0
         while written < count:
             size = min(batch, count - written)
@@ -230,14 +230,14 @@ def _inspect(arguments: argparse.Namespace) -> int:
         "directory": str(directory),
         "segment_size_bytes": summaries[0].size_bytes if summaries else None,
         "segments": [{"name": s.name, "records": s.record_count,
-                      "data_end_position": s.data_end_position,
+                      "written_position": s.written_position,
                       "ends_with_blank": s.ends_with_blank,
                       "first_store_time": _time(s.first_store_timestamp_ms),
                       "last_store_time": _time(s.last_store_timestamp_ms),
                       "problems": [f"{c.physical_offset}: {c.reason}" for c in s.corruptions]}
                      for s in summaries],
         "min_position": summaries[0].start_position if summaries else 0,
-        "max_position": max((s.data_end_position for s in summaries if s.record_count),
+        "max_position": max((s.written_position for s in summaries if s.record_count),
                             default=0),
         "record_count": sum(s.record_count for s in summaries),
         "checkpoint": {"state": state.value, **dataclasses.asdict(values)},
@@ -270,7 +270,7 @@ def _print_inspect(report: Mapping[str, object]) -> None:
     segments = report["segments"]
     assert isinstance(segments, list)
     for segment in segments:
-        print(f"{segment['name']:<22}{segment['records']:>9}{segment['data_end_position']:>14}"
+        print(f"{segment['name']:<22}{segment['records']:>9}{segment['written_position']:>14}"
               f"  {'yes' if segment['ends_with_blank'] else 'no ':<5}  "
               f"{segment['last_store_time'] or '-'}")
         for problem in segment["problems"]:

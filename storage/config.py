@@ -181,7 +181,7 @@ class StoreConfig:
     when a separate indexer process dispatches the same directory."""
 
     positions_publish_enabled: bool = False
-    """Publish wrote/committed/flushed positions in `positions` for readers in other processes
+    """Publish written/committed/flushed positions in `positions` for readers in other processes
     (the writer service of a split deployment turns it on; see publisher.py)."""
 
     positions_publish_interval_ms: int = 1000

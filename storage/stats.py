@@ -1,7 +1,7 @@
 """`StoreStats`: running totals of the engine's background work, for whoever reports them.
 
 Each total lives where the work happens and is written by that one thread only (the
-allocator thread, the flush/commit services through `SegmentQueue.flush`, the retention
+allocator thread, the flush/commit services through `SegmentList.flush`, the retention
 service); `MessageStore.stats` copies them into this value when asked (the writer's /metrics
 does, at scrape time).  Reads take no lock: an int or float attribute is never torn, and a
 total read a moment late is still a total.  They count since this process opened the store.

@@ -53,7 +53,7 @@ class MessageStore(StoreReads):
         self._lock = opened.lock
         self._abort = opened.abort
         self._checkpoint = opened.checkpoint
-        self._queue = opened.queue
+        self._segment_list = opened.segment_list
         self._queues = opened.queues
         self._index = opened.index
         self._closed = False
@@ -64,18 +64,18 @@ class MessageStore(StoreReads):
                                         buffer_size_bytes=config.segment_size_bytes,
                                         lock_memory=config.pool_lock_memory)
                      if config.pool_enabled else None)
-        self._allocator = SegmentAllocator(self._queue.directory, config)
-        self._commitlog = CommitLog(self._queue, config, allocator=self._allocator,
+        self._allocator = SegmentAllocator(self._segment_list.directory, config)
+        self._commitlog = CommitLog(self._segment_list, config, allocator=self._allocator,
                                     pool=self.pool, queue_offsets=opened.queue_offsets)
-        last = self._queue.last
+        last = self._segment_list.last
         # Have the next segment ready before the first put (an empty follower's log starts
         # where the master's does: only its first append knows where).
         if (last is not None and last.is_full) or (last is None and config.role.is_master):
-            self._allocator.prepare(last.end_position if last else self._queue.min_position)
-        self._reader = CommitLogReader(self._queue.directory,
+            self._allocator.prepare(last.end_position if last else self._segment_list.min_position)
+        self._reader = CommitLogReader(self._segment_list.directory,
                                        segment_size_bytes=config.segment_size_bytes)
         self._dispatcher = Dispatcher(self._reader, self._queues, index=self._index,
-                                      reput_from=opened.reput_from,
+                                      dispatched_position=opened.dispatched_position,
                                       records_per_pass_max=config.dispatch_records_per_pass_max)
         self._services: list[ServiceThread] = []
         self._commit_service: CommitService | None = None
@@ -99,7 +99,7 @@ class MessageStore(StoreReads):
         try:
             store = cls(directory, config, opened)
         except BaseException:
-            for close in (opened.queue.close, opened.queues.close, opened.checkpoint.close):
+            for close in (opened.segment_list.close, opened.queues.close, opened.checkpoint.close):
                 close()
             if opened.index is not None:
                 opened.index.close()
@@ -109,13 +109,13 @@ class MessageStore(StoreReads):
             store._dispatch_service.listener = store.race.listener(listener)
         opened.abort.create()
         log.info("opened %s: recovery %s, log [%d, %d)", directory, opened.report.mode.value,
-                 store.min_position, store.max_position)
+                 store.min_position, store.committed_position)
         return store
 
     def _start_services(self) -> None:
-        config, queue = self.config, self._queue
+        config, segment_list = self.config, self._segment_list
         if self.pool is not None:
-            self._commit_service = CommitService(queue, self.pool, config,
+            self._commit_service = CommitService(segment_list, self.pool, config,
                                                  on_fatal=self._on_fatal)
             self._services.append(self._commit_service)
             self._commitlog.after_append = (
@@ -125,25 +125,27 @@ class MessageStore(StoreReads):
             commit = self._commit_service.commit_now if self._commit_service else None
             seal = self._commitlog.seal_group if config.group_commit_align_bytes else None
             # (config_checks: a follower never aligns, its log is the master's byte for byte)
-            self._group_commit = GroupCommitService(queue, config, commit=commit, seal=seal,
+            self._group_commit = GroupCommitService(segment_list, config, commit=commit, seal=seal,
                                                     on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal)
             self._services.append(self._group_commit)
         else:
-            self._services.append(AsyncFlushService(queue, config, on_flushed=self._on_flushed,
+            self._services.append(AsyncFlushService(segment_list, config,
+                                                    on_flushed=self._on_flushed,
                                                     on_fatal=self._on_fatal))
         self._start_replication()
         if config.dispatch_enabled:
             self._dispatch_service = DispatchService(
-                self._dispatcher, config, readable_end=lambda: self._queue.max_position,
-                min_position=lambda: self._queue.min_position, listener=None,
+                self._dispatcher, config,
+                committed_position=lambda: self._segment_list.committed_position,
+                min_position=lambda: self._segment_list.min_position, listener=None,
                 on_fatal=self._on_fatal)
             # RocketMQ's start() also waits for reput to catch up: reads after open see
             # every message recovered.
             self._dispatch_service.catch_up()
             self._services.append(self._dispatch_service)
         self._retention = RetentionService(
-            queue, self._queues, self._index, config, on_disk_full=self._on_disk_full,
+            segment_list, self._queues, self._index, config, on_disk_full=self._on_disk_full,
             on_min_position=self._reader.forget_before, on_fatal=self._on_fatal)
         self._services.append(self._retention)
         if config.positions_publish_enabled:
@@ -158,7 +160,7 @@ class MessageStore(StoreReads):
     def _start_replication(self) -> None:
         """The role's part: followers' progress (masters), the group transfer (sync master)."""
         self.replication, self._acks, self._transfer = start_replication(
-            self.config, queue=self._queue, commitlog=self._commitlog,
+            self.config, segment_list=self._segment_list, commitlog=self._commitlog,
             commit_service=self._commit_service, group_commit=self._group_commit,
             failure=lambda: self._failure, on_fatal=self._on_fatal)
         """The writer service's replication server (masters) or client (follower) uses it."""
@@ -173,8 +175,8 @@ class MessageStore(StoreReads):
 
     def _start_publisher(self) -> None:
         publisher = PositionsPublisher(self.directory, self.config,
-                                       snapshot=positions_snapshot(self._queue, self.pool),
-                                       recovered_end_position=self.max_position,
+                                       snapshot=positions_snapshot(self._segment_list),
+                                       recovered_end_position=self.committed_position,
                                        on_fatal=self._on_fatal)
         self._commitlog.after_append = chain(self._commitlog.after_append,
                                              lambda _end_position: publisher.wakeup())
@@ -199,7 +201,7 @@ class MessageStore(StoreReads):
             self._index.close()
         self._reader.close()
         self._queues.close()
-        self._queue.close()
+        self._segment_list.close()
         self._checkpoint.close()
         if self.pool is not None:
             self.pool.close()
@@ -273,24 +275,20 @@ class MessageStore(StoreReads):
     @property
     def dispatch_behind_bytes(self) -> int:
         """Readable commit log bytes not yet in the consume queues and the index."""
-        return max(0, self.max_position - self._dispatcher.reput_from)
+        return max(0, self.committed_position - self._dispatcher.dispatched_position)
 
     # -- state --------------------------------------------------------------------------
     @property
-    def wrote_position(self) -> int:
-        return self._queue.wrote_position
-
-    @property
-    def committed_position(self) -> int:
-        return self._queue.committed_where if self.pool is not None else self.wrote_position
+    def written_position(self) -> int:
+        return self._segment_list.written_position
 
     @property
     def flushed_position(self) -> int:
-        return self._queue.flushed_where
+        return self._segment_list.flushed_position
 
     @property
     def segment_count(self) -> int:
-        return len(self._queue.segments)
+        return len(self._segment_list.segments)
 
     @property
     def pool_free_count(self) -> int | None:
@@ -314,7 +312,7 @@ class MessageStore(StoreReads):
         return StoreStats(
             segments_preallocated_total=allocator.segments_created_total,
             preallocation_seconds_total=allocator.create_seconds_total,
-            flush_syncs_total=self._queue.syncs_total,
+            flush_syncs_total=self._segment_list.syncs_total,
             retention_deleted_segments_total=retention.segments_deleted_total,
             retention_deleted_bytes_total=retention.bytes_deleted_total,
             recovery_mode=self.recovery_report.mode,
@@ -357,8 +355,8 @@ class MessageStore(StoreReads):
             return
         self._last_checkpoint_ms = now_ms
         values = self._checkpoint.values
-        values.physic_msg_timestamp_ms = self._queue.flushed_store_timestamp_ms
-        values.master_flushed_offset = self._queue.flushed_where
+        values.physic_msg_timestamp_ms = self._segment_list.flushed_store_timestamp_ms
+        values.master_flushed_offset = self._segment_list.flushed_position
         self._checkpoint.write()
 
     def _on_queues_flushed(self, covered_store_timestamp_ms: int) -> None:

@@ -13,7 +13,7 @@ from .config import StoreConfig
 from .errors import StoreClosedError, StoreError
 from .format.message import StoredMessage
 from .index.index_service import IndexService
-from .log.segment_queue import SegmentQueue
+from .log.segment_list import SegmentList
 from .queues.consume_queues import ConsumeQueues
 from .reads import reads
 from .reads.reads import GetResult, NoRecordError
@@ -24,19 +24,19 @@ class StoreReads:
 
     directory: Path
     config: StoreConfig
-    _queue: SegmentQueue
+    _segment_list: SegmentList
     _queues: ConsumeQueues
     _index: IndexService | None
     _closed: bool
 
     @property
     def min_position(self) -> int:
-        return self._queue.min_position
+        return self._segment_list.min_position
 
     @property
-    def max_position(self) -> int:
+    def committed_position(self) -> int:
         """Exclusive end of the readable log (committed bytes with the pool on)."""
-        return self._queue.max_position
+        return self._segment_list.committed_position
 
     def _check_open(self) -> None:
         if self._closed:
@@ -46,15 +46,15 @@ class StoreReads:
     def message_at(self, physical_offset: int) -> StoredMessage:
         """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`)."""
         self._check_open()
-        return reads.message_at(self._queue.find, physical_offset,
-                                log_range=(self.min_position, self.max_position))
+        return reads.message_at(self._segment_list.find, physical_offset,
+                                log_range=(self.min_position, self.committed_position))
 
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
         """Every message from `start_position` (a record start; default: the log's start) to
         the readable end, in physical order; BLANK records and group-commit fillers skipped."""
         self._check_open()
         start = self.min_position if start_position is None else start_position
-        return reads.iter_messages(self._queue.find, start, self.max_position)
+        return reads.iter_messages(self._segment_list.find, start, self.committed_position)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
             tags: Sequence[str] | None = None) -> GetResult:
@@ -62,7 +62,7 @@ class StoreReads:
         the result when done.  `tags` filters by tag hash, then by exact tag."""
         self._check_open()
         return reads.get(self._queues.get(topic, queue_id), offset, max_messages, tags=tags,
-                         find_segment=self._queue.find,
+                         find_segment=self._segment_list.find,
                          transfer_count_max=self.config.get_transfer_count_max,
                          transfer_bytes_max=self.config.get_transfer_bytes_max)
 
@@ -82,7 +82,7 @@ class StoreReads:
         queue = self._queues.get(topic, queue_id)
         if queue is None:
             return 0
-        return reads.offset_by_time(queue, timestamp_ms, find_segment=self._queue.find)
+        return reads.offset_by_time(queue, timestamp_ms, find_segment=self._segment_list.find)
 
     def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
                      max_messages: int = 32) -> list[StoredMessage]:

@@ -99,7 +99,7 @@ def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings) -> w
 def _status(indexer: Indexer) -> dict[str, object]:
     published = indexer.published
     return {
-        "dispatched_position": indexer.reput_from,
+        "dispatched_position": indexer.dispatched_position,
         "synced_position": indexer.synced_position,
         "dispatch_behind_bytes": indexer.dispatch_behind_bytes,
         "writer_generation": indexer.writer_generation,
@@ -114,7 +114,7 @@ def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
                   "Committed commit log bytes not yet in the consume queues and the index.",
                   lambda: indexer.dispatch_behind_bytes),
         GaugeSpec("mqstore_dispatch_position_bytes",
-                  "Commit log position dispatch has reached.", lambda: indexer.reput_from),
+                  "Commit log position dispatch has reached.", lambda: indexer.dispatched_position),
         GaugeSpec("mqstore_dispatch_synced_position_bytes",
                   "Commit log position below which consume queues are synced.",
                   lambda: indexer.synced_position),

@@ -41,7 +41,7 @@ def message_json(message: StoredMessage) -> dict[str, Any]:
     }
 
 
-def pull_json(result: GetResult, *, log_end_position: int,
+def pull_json(result: GetResult, *, committed_position: int,
               behind_bytes_max: int) -> dict[str, Any]:
     """A single-queue pull's answer (call it before the result is released)."""
     newest = result.messages[-1].physical_offset if result.messages else None
@@ -49,14 +49,14 @@ def pull_json(result: GetResult, *, log_end_position: int,
             "min_offset": result.min_offset, "max_offset": result.max_offset,
             "messages": [message_json(message) for message in result.messages],
             "suggest_pull_from_follower": suggest_follower(
-                newest, log_end_position=log_end_position, behind_bytes_max=behind_bytes_max)}
+                newest, committed_position=committed_position, behind_bytes_max=behind_bytes_max)}
 
 
-def suggest_follower(newest_position: int | None, *, log_end_position: int,
+def suggest_follower(newest_position: int | None, *, committed_position: int,
                      behind_bytes_max: int) -> bool:
     """RocketMQ `suggestPullingFromSlave`: the newest message pulled is more than
     `behind_bytes_max` behind the log's end, so it was likely read from disk."""
-    return newest_position is not None and log_end_position - newest_position > \
+    return newest_position is not None and committed_position - newest_position > \
         behind_bytes_max
 
 

@@ -1,4 +1,4 @@
-"""`create_app(follower, offsets, settings)`: the pull-notifier's aiohttp application.
+"""`create_app(view, offsets, settings)`: the pull-notifier's aiohttp application.
 
     GET  /v1/topics/{topic}/queues/{queue_id}/messages   pull by offset, long polling
     POST /v1/groups/{group}/topics/{topic}/poll          a group's poll across a topic
@@ -12,7 +12,7 @@
 
 A pure builder: nothing starts until the app runs.  Then its cleanup context starts the
 notice stream (if `indexer_url` is set) and the refresh loop (notices.py), and stops them
-with the app; on shutdown every held pull is answered at once.  The caller owns the follower
+with the app; on shutdown every held pull is answered at once.  The caller owns the view
 and the offsets (`run.run_notifier` opens them before and closes them after the app).
 """
 
@@ -28,7 +28,7 @@ from aiohttp import web
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 
 from .answers import behind_bytes_max
 from .handlers import NotifierHandlers
@@ -60,17 +60,17 @@ HELD = web.AppKey("notifier_held", HeldPulls)
 METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 
 
-def create_app(follower: Follower, offsets: ConsumerOffsets,
+def create_app(view: StoreView, offsets: ConsumerOffsets,
                settings: NotifierSettings) -> web.Application:
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max)
-    metrics = NotifierMetrics(follower, held, lambda: bool(state.stream and
+    metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
                                                             state.stream.connected))
-    feed = NoticeFeed(follower, held, metrics)
-    puller = Puller(follower, held, metrics, behind_bytes_max=behind_bytes_max(
+    feed = NoticeFeed(view, held, metrics)
+    puller = Puller(view, held, metrics, behind_bytes_max=behind_bytes_max(
         settings.pull_from_follower_memory_ratio),
                     queue_share_min=settings.group_poll_queue_share_min)
-    handlers = NotifierHandlers(follower, offsets, puller, settings)
+    handlers = NotifierHandlers(view, offsets, puller, settings)
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
                           middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log)])
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics

@@ -20,7 +20,7 @@ from mqstore.storage.files.consumer_offsets import (
     ConsumerOffsets,
     OffsetsLockTimeoutError,
 )
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 
 from .answers import message_json
 from .held import HeldPullsFullError
@@ -47,13 +47,13 @@ DEFAULT_MAX_MESSAGES = 32
 
 
 class NotifierHandlers:
-    def __init__(self, follower: Follower, offsets: ConsumerOffsets, puller: Puller,
+    def __init__(self, view: StoreView, offsets: ConsumerOffsets, puller: Puller,
                  settings: NotifierSettings) -> None:
-        self._follower = follower
+        self._view = view
         self._offsets = offsets
         self._puller = puller
         self._settings = settings
-        self._topic_bytes_max = follower.config.topic_size_bytes_max
+        self._topic_bytes_max = view.config.topic_size_bytes_max
 
     # -- pulls -------------------------------------------------------------------------------
     async def pull(self, request: web.Request) -> web.Response:
@@ -86,7 +86,7 @@ class NotifierHandlers:
         tags = tags_of(body.get("tags"))
         given = offsets_of(body.get("offsets", {}), "offsets")
         committed = self._stored(lambda: self._offsets.fetch(group, topic))
-        start = committed_or_min(self._follower, topic, given=given, committed=committed)
+        start = committed_or_min(self._view, topic, given=given, committed=committed)
         document = await self._held(self._puller.poll_group(
             topic, start_offset=start, max_messages=max_messages, tags=tags, wait_ms=wait_ms,
             on_hold=held_marker(request)))
@@ -156,13 +156,13 @@ class NotifierHandlers:
         begin_ms = query_int(request, "begin_ms", default=0, maximum=TIMESTAMP_MS_MAX)
         end_ms = query_int(request, "end_ms", default=TIMESTAMP_MS_MAX,
                            maximum=TIMESTAMP_MS_MAX)
-        results_max = self._follower.config.index_query_results_max
+        results_max = self._view.config.index_query_results_max
         max_messages = query_int(request, "max_messages", minimum=1, maximum=results_max,
                                  default=results_max, setting="index_query_results_max")
-        if self._follower.index is None:
+        if self._view.index is None:
             raise ServiceError(501, "INDEX_DISABLED", "the index is disabled "
                                "(index_enabled=false): no lookups by key")
-        found = self._follower.query_by_key(topic, key, begin_ms, end_ms, max_messages)
+        found = self._view.query_by_key(topic, key, begin_ms, end_ms, max_messages)
         return json_response({"topic": topic, "key": key,
                               "messages": [message_json(message) for message in found]})
 
@@ -171,7 +171,7 @@ class NotifierHandlers:
         topic = check_topic(request.match_info["topic"], size_bytes_max=self._topic_bytes_max)
         queue_id = queue_id_of(request.match_info["queue_id"])
         timestamp_ms = query_int(request, "timestamp_ms", maximum=TIMESTAMP_MS_MAX)
-        offset = self._follower.offset_by_time(topic, queue_id, timestamp_ms)
+        offset = self._view.offset_by_time(topic, queue_id, timestamp_ms)
         return json_response({"topic": topic, "queue_id": queue_id,
                               "timestamp_ms": timestamp_ms, "offset": offset})
 
@@ -180,23 +180,23 @@ class NotifierHandlers:
         physical_offset = parse_int(request.match_info["physical_offset"], "physical_offset",
                                     minimum=0, maximum=OFFSET_MAX)
         try:
-            message = self._follower.message_at(physical_offset)
+            message = self._view.message_at(physical_offset)
         except NoRecordError as error:
             raise ServiceError(404, "NOT_FOUND", str(error)) from None
         return json_response(message_json(message))
 
     async def topics(self, request: web.Request) -> web.Response:
         """GET /v1/topics"""
-        return json_response({"topics": self._follower.topics()})
+        return json_response({"topics": self._view.topics()})
 
     async def queues(self, request: web.Request) -> web.Response:
         """GET /v1/topics/{topic}/queues"""
         topic = check_topic(request.match_info["topic"], size_bytes_max=self._topic_bytes_max)
-        follower = self._follower
+        view = self._view
         return json_response({"topic": topic, "queues": [
-            {"queue_id": queue_id, "min_offset": follower.min_offset(topic, queue_id),
-             "max_offset": follower.max_offset(topic, queue_id)}
-            for queue_id in follower.queue_ids(topic)]})
+            {"queue_id": queue_id, "min_offset": view.min_offset(topic, queue_id),
+             "max_offset": view.max_offset(topic, queue_id)}
+            for queue_id in view.queue_ids(topic)]})
 
 
 def _offsets_json(group: str, topic: str, offsets: dict[int, int]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ pull is an `asyncio.Future` registered under each queue it watches:
 
 `notify(advanced, cause)` settles the futures of the pulls a batch of advances concerns, and
 the woken handler runs its get again.  The wait ends with its cause: "notice" (the indexer's
-stream), "refresh" (the follower's own pass found new data), "timeout", or "shutdown".
+stream), "refresh" (the view's own pass found new data), "timeout", or "shutdown".
 Everything runs on the event loop thread; between a handler's empty get and its `wait` there
 is no `await`, so no advance can slip in between.  At most `held_max` pulls wait at once.
 """

@@ -11,9 +11,9 @@
     mqstore_notices_received_total{type}            stream lines: snapshot, advanced,
                                                     heartbeat
     mqstore_notice_stream_connected                 1 while the indexer's stream is open
-    mqstore_follower_queues                         consume queues the follower knows
-    mqstore_follower_readable_end_bytes             committed end the writer published
-    mqstore_follower_dispatched_position_bytes      the indexer's published dispatch position
+    mqstore_notifier_queues                         consume queues the view knows
+    mqstore_notifier_committed_position_bytes             committed end the writer published
+    mqstore_notifier_dispatched_position_bytes      the indexer's published dispatch position
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 
 from mqstore.services.common.metrics import GaugeSpec, new_registry, timing_middleware
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 
 from .held import CAUSES, HeldPulls
 
@@ -48,7 +48,7 @@ def held_marker(request: web.Request) -> Callable[[], None]:
 
 
 class NotifierMetrics:
-    def __init__(self, follower: Follower, held: HeldPulls,
+    def __init__(self, view: StoreView, held: HeldPulls,
                  stream_connected: Callable[[], bool]) -> None:
         self.registry = new_registry([
             GaugeSpec("mqstore_pull_held_requests", "Pulls held waiting for data.",
@@ -56,14 +56,14 @@ class NotifierMetrics:
             GaugeSpec("mqstore_notice_stream_connected",
                       "1 while the indexer's notice stream is open.",
                       lambda: float(stream_connected())),
-            GaugeSpec("mqstore_follower_queues", "Consume queues the follower knows.",
-                      lambda: len(follower.queues())),
-            GaugeSpec("mqstore_follower_readable_end_bytes",
+            GaugeSpec("mqstore_notifier_queues", "Consume queues the view knows.",
+                      lambda: len(view.queues())),
+            GaugeSpec("mqstore_notifier_committed_position_bytes",
                       "Committed commit log end the writer published.",
-                      lambda: follower.log.readable_end),
-            GaugeSpec("mqstore_follower_dispatched_position_bytes",
+                      lambda: view.log.committed_position),
+            GaugeSpec("mqstore_notifier_dispatched_position_bytes",
                       "Dispatch position the indexer published in `dispatched`.",
-                      lambda: follower.dispatched_position),
+                      lambda: view.dispatched_position),
         ])
         self.pulls = Counter("mqstore_pull_requests_total", "Pulls answered, by final status.",
                              ["endpoint", "status"], registry=self.registry)

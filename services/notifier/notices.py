@@ -1,6 +1,6 @@
 """How the notifier learns that queues moved: the indexer's notice stream, and its own refresh.
 
-`NoticeFeed` applies what it learns to the follower and wakes the held pulls that concern
+`NoticeFeed` applies what it learns to the view and wakes the held pulls that concern
 it.  Two sources call it:
 
 * `NoticeStream` follows `GET <indexer_url>/v1/notices` (NDJSON, one object per line):
@@ -13,7 +13,7 @@ it.  Two sources call it:
   `notice_silence_max_ms` is reconnected after a backoff (`notice_reconnect_initial_ms`,
   doubling to `notice_reconnect_max_ms`, with jitter); the snapshot that starts each stream
   is taken as the truth.
-* `refresh_loop` runs the follower's `refresh` every `refresh_interval_ms`: it finds new
+* `refresh_loop` runs the view's `refresh` every `refresh_interval_ms`: it finds new
   queues and files retention deleted, and while the stream is down it also raises max
   offsets to what the indexer's `dispatched` file vouches for, so long polls still wake
   (within a refresh interval instead of within milliseconds).
@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.storage import StoreError
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 
 from .held import NOTICE, REFRESH, HeldPulls
 from .metrics import NotifierMetrics
@@ -48,22 +48,22 @@ class NoticeFormatError(ValueError):
 
 
 class NoticeFeed:
-    def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics) -> None:
-        self._follower = follower
+    def __init__(self, view: StoreView, held: HeldPulls, metrics: NotifierMetrics) -> None:
+        self._view = view
         self._held = held
         self._metrics = metrics
 
     def snapshot(self, queues: Iterable[tuple[str, int, int, int]]) -> int:
         """Apply a snapshot; returns the pulls woken."""
-        return self._held.notify(self._follower.apply_snapshot(queues), NOTICE)
+        return self._held.notify(self._view.apply_snapshot(queues), NOTICE)
 
     def advanced(self, notices: Mapping[QueueKey, int]) -> int:
         """Apply an "advanced" notice; returns the pulls woken."""
-        return self._held.notify(self._follower.advance(notices), NOTICE)
+        return self._held.notify(self._view.advance(notices), NOTICE)
 
     def refresh(self, *, vouch_from_dispatched: bool) -> int:
         return self._held.notify(
-            self._follower.refresh(vouch_from_dispatched=vouch_from_dispatched), REFRESH)
+            self._view.refresh(vouch_from_dispatched=vouch_from_dispatched), REFRESH)
 
     def line(self, raw: bytes) -> str:
         """Apply one stream line; returns its type (`NoticeFormatError` for anything
@@ -159,7 +159,7 @@ class NoticeStream:
 
 async def refresh_loop(feed: NoticeFeed, settings: NotifierSettings,
                        stream: NoticeStream | None) -> None:
-    """Refresh the follower every `refresh_interval_ms` until cancelled."""
+    """Refresh the view every `refresh_interval_ms` until cancelled."""
     interval_s = settings.refresh_interval_ms / 1000
     while True:
         await asyncio.sleep(interval_s)
@@ -167,4 +167,4 @@ async def refresh_loop(feed: NoticeFeed, settings: NotifierSettings,
         try:
             feed.refresh(vouch_from_dispatched=not connected)
         except StoreError as error:
-            log.error("follower refresh failed: %s", error)
+            log.error("view refresh failed: %s", error)

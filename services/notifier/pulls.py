@@ -1,6 +1,6 @@
 """Pulls with long polling: by queue offset, and a consumer group's poll across a topic.
 
-A pull runs the follower's get; if that found nothing because the reader is caught up
+A pull runs the view's get; if that found nothing because the reader is caught up
 (NO_MESSAGE_IN_QUEUE, OFFSET_OVERFLOW_ONE) and the pull may wait, it is held (held.py) and
 runs the get again when a notice, the refresh pass, the end of its wait or shutdown wakes it.
 Any other empty answer returns at once with its next offset, as RocketMQ's broker does:
@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mqstore.storage import GetStatus
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 
 from .answers import message_json, pull_json, suggest_follower
 from .held import SHUTDOWN, HeldPulls
@@ -43,10 +43,10 @@ without OFFSET_FOUND_NULL, which a deleted file causes and no new data cures).""
 
 
 class Puller:
-    def __init__(self, follower: Follower, held: HeldPulls, metrics: NotifierMetrics, *,
+    def __init__(self, view: StoreView, held: HeldPulls, metrics: NotifierMetrics, *,
                  behind_bytes_max: int, queue_share_min: int) -> None:
         assert queue_share_min > 0
-        self._follower = follower
+        self._view = view
         self._held = held
         self._metrics = metrics
         self._queue_share_min = queue_share_min
@@ -64,12 +64,12 @@ class Puller:
         loop = asyncio.get_running_loop()
         deadline_s = loop.time() + wait_ms / 1000
         while True:
-            with self._follower.get(topic, queue_id, offset, max_messages,
+            with self._view.get(topic, queue_id, offset, max_messages,
                                     tags=tags) as result:
                 remaining_s = deadline_s - loop.time()
                 if (result.messages or result.status not in HOLD_STATUSES
                         or remaining_s <= 0):
-                    return pull_json(result, log_end_position=self._follower.log.readable_end,
+                    return pull_json(result, committed_position=self._view.log.committed_position,
                                      behind_bytes_max=self._behind_bytes_max)
             on_hold()
             cause = await self._held.wait(topic, {queue_id: offset}, any_queue=False,
@@ -88,7 +88,7 @@ class Puller:
         deadline_s = loop.time() + wait_ms / 1000
         positions: dict[int, int] = {}
         while True:
-            for queue_id in self._follower.queue_ids(topic):
+            for queue_id in self._view.queue_ids(topic):
                 if queue_id not in positions:
                     positions[queue_id] = start_offset(queue_id)
             messages, caught_up = self._collect(topic, positions, max_messages, tags)
@@ -99,7 +99,7 @@ class Puller:
                         "next_offsets": {str(queue_id): offset
                                          for queue_id, offset in sorted(positions.items())},
                         "suggest_pull_from_follower": suggest_follower(
-                            newest, log_end_position=self._follower.log.readable_end,
+                            newest, committed_position=self._view.log.committed_position,
                             behind_bytes_max=self._behind_bytes_max)}
             on_hold()
             cause = await self._held.wait(topic, dict(positions), any_queue=True,
@@ -145,7 +145,7 @@ class Puller:
               tags: Sequence[str] | None) -> tuple[list[dict[str, Any]], GetStatus, bool]:
         """(messages, status, whether the queue holds more) from the queue's position,
         which moves on."""
-        with self._follower.get(topic, queue_id, positions[queue_id], budget,
+        with self._view.get(topic, queue_id, positions[queue_id], budget,
                                 tags=tags) as result:
             positions[queue_id] = result.next_offset
             has_more = (result.status is GetStatus.FOUND
@@ -154,7 +154,7 @@ class Puller:
                     has_more)
 
 
-def committed_or_min(follower: Follower, topic: str, *, given: Mapping[int, int],
+def committed_or_min(view: StoreView, topic: str, *, given: Mapping[int, int],
                      committed: Mapping[int, int]) -> Callable[[int], int]:
     """Where a group poll starts on each queue: the caller's position, else the group's
     committed offset, else the queue's min offset (a group that never committed starts at
@@ -165,6 +165,6 @@ def committed_or_min(follower: Follower, topic: str, *, given: Mapping[int, int]
             return given[queue_id]
         if queue_id in committed:
             return committed[queue_id]
-        return follower.min_offset(topic, queue_id)
+        return view.min_offset(topic, queue_id)
 
     return start_offset

@@ -1,10 +1,10 @@
 """`run_notifier(config)`: the pull-notifier process, from open to a graceful stop.
 
-    open a follower of `data_dir` (read-only: no lock, so replicas and the writer and the
+    open a view of `data_dir` (read-only: no lock, so replicas and the writer and the
     indexer share the directory) and the group offsets (`config/consumer-offsets/`)
     → serve until SIGTERM or SIGINT (the notice stream and the refresh loop run meanwhile)
     → /readyz 503, held pulls answered at once, in-flight requests finish
-      (`shutdown_timeout_ms`) → close the follower
+      (`shutdown_timeout_ms`) → close the view
 
 Exit status: 0 after a stop on a signal.
 """
@@ -19,7 +19,7 @@ from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.storage import ConfigError
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 
 from .app import create_app
 
@@ -37,15 +37,15 @@ def run_notifier(config: ServiceConfig) -> int:
 
 async def _serve(config: ServiceConfig) -> int:
     settings = config.notifier
-    follower = Follower.open(config.data_dir, config.store)
+    view = StoreView.open(config.data_dir, config.store)
     try:
         offsets = ConsumerOffsets(config.data_dir,
                                   lock_timeout_ms=settings.offsets_lock_timeout_ms)
-        app = create_app(follower, offsets, settings)
+        app = create_app(view, offsets, settings)
         await serve(app, settings, log=log, failure=lambda: None,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})
     finally:
-        follower.close()
+        view.close()
     log.info("stopped")
     return 0

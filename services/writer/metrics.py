@@ -6,12 +6,12 @@
     mqstore_put_latency_seconds{endpoint}           request handling time, histogram
     mqstore_put_requests_in_flight                  put requests being served (admission.py)
     mqstore_put_requests_refused_busy_total         refused past put_requests_in_flight_max
-    mqstore_commitlog_position_bytes{watermark}     min, wrote, committed, flushed
-    mqstore_commit_lag_bytes                        wrote - committed (pool only: 0 without)
+    mqstore_commitlog_position_bytes{watermark}     min, written, committed, flushed
+    mqstore_commit_lag_bytes                        written - committed (pool only: 0 without)
     mqstore_flush_lag_bytes                         committed - flushed: lost on a machine crash
     mqstore_pool_buffers_free                       transient store pool (absent when off)
     mqstore_segments                                commit log segment files
-    mqstore_log_bytes                               wrote - min: the retained log
+    mqstore_log_bytes                               written - min: the retained log
     mqstore_disk_used_ratio                         of the volume, as retention measures it
     mqstore_volume_used_bytes                       used bytes of the volume's file system
     mqstore_volume_capacity_bytes                   used + available to the broker
@@ -65,7 +65,7 @@ def store_gauges(store: MessageStore) -> list[GaugeSpec]:
 
     def positions() -> GaugeValue:
         values: dict[tuple[str, ...], float] = {
-                  ("min",): store.min_position, ("wrote",): store.wrote_position,
+                  ("min",): store.min_position, ("written",): store.written_position,
                   ("committed",): store.committed_position,
                   ("flushed",): store.flushed_position}
         if progress is not None:  # a master: the highest position a follower confirmed
@@ -79,14 +79,14 @@ def store_gauges(store: MessageStore) -> list[GaugeSpec]:
         GaugeSpec("mqstore_commitlog_position_bytes", "Commit log watermarks (byte positions).",
                   positions, labels=("watermark",)),
         GaugeSpec("mqstore_commit_lag_bytes", "Written but not yet committed to the file.",
-                  lambda: store.wrote_position - store.committed_position),
+                  lambda: store.written_position - store.committed_position),
         GaugeSpec("mqstore_flush_lag_bytes", "Committed but not yet synced to disk.",
                   lambda: store.committed_position - store.flushed_position),
         GaugeSpec("mqstore_pool_buffers_free", "Free transient store pool buffers.",
                   lambda: store.pool_free_count),
         GaugeSpec("mqstore_segments", "Commit log segment files.", lambda: store.segment_count),
-        GaugeSpec("mqstore_log_bytes", "Bytes of commit log retained (wrote - min position).",
-                  lambda: store.wrote_position - store.min_position),
+        GaugeSpec("mqstore_log_bytes", "Bytes of commit log retained (written - min position).",
+                  lambda: store.written_position - store.min_position),
         GaugeSpec("mqstore_disk_used_ratio", "Used fraction of the store's volume.",
                   lambda: disk_used_ratio(store.directory)),
         GaugeSpec("mqstore_volume_used_bytes", "Used bytes of the store volume's file system.",

@@ -107,17 +107,17 @@ def _replication_path() -> dict[str, Any]:
                        "lag_bytes": position, "connected_at_ms": position,
                        "confirmed_at_ms": position}}
     master = {"type": "object", "additionalProperties": False,
-              "required": ["role", "log_end_position", "replicated_position", "followers"],
+              "required": ["role", "written_position", "replicated_position", "followers"],
               "properties": {"role": {"enum": ["async_master", "sync_master"]},
-                             "log_end_position": position, "replicated_position": position,
+                             "written_position": position, "replicated_position": position,
                              "followers": {"type": "array", "items": follower}}}
     follower_side = {
         "type": "object", "additionalProperties": False,
-        "required": ["role", "master", "connected", "log_end_position", "master_position",
+        "required": ["role", "master", "connected", "written_position", "master_position",
                      "lag_bytes", "connected_at_ms", "last_frame_at_ms",
                      "bytes_received_total", "connections_total", "last_error"],
         "properties": {"role": {"enum": ["follower"]}, "master": {"type": "string"},
-                       "connected": {"type": "boolean"}, "log_end_position": position,
+                       "connected": {"type": "boolean"}, "written_position": position,
                        "master_position": nullable_position, "lag_bytes": nullable_position,
                        "connected_at_ms": position, "last_frame_at_ms": position,
                        "bytes_received_total": position, "connections_total": position,

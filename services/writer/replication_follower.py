@@ -104,7 +104,7 @@ class ReplicationClient:
         master = self.state.master_position
         if master is None:
             return None
-        return max(0, master - self.store.replication.log_end_position)
+        return max(0, master - self.store.replication.written_position)
 
 
 class MasterConnection(asyncio.Protocol):
@@ -126,7 +126,7 @@ class MasterConnection(asyncio.Protocol):
         state = self._state
         state.connected, state.connected_at_ms = True, _now_ms()
         state.connections_total += 1
-        position = self._replication.log_end_position
+        position = self._replication.written_position
         transport.write(encode_report(position))
         log.info("connected to the master", extra={"master": self._settings.master,
                                                    "reported": position})
@@ -161,7 +161,7 @@ class MasterConnection(asyncio.Protocol):
             self.close(repr(error))
             return
         if self._appended and self._transport is not None:
-            self._transport.write(encode_report(self._replication.log_end_position))
+            self._transport.write(encode_report(self._replication.written_position))
 
     def _on_frame(self, position: int, data: memoryview) -> None:
         state = self._state
@@ -189,7 +189,7 @@ class MasterConnection(asyncio.Protocol):
             self.close(f"no frame for {self._settings.housekeeping_interval_ms} ms "
                        f"(housekeeping_interval_ms)")
             return
-        transport.write(encode_report(self._replication.log_end_position))
+        transport.write(encode_report(self._replication.written_position))
         self._arm_timer()
 
 

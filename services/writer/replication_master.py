@@ -167,9 +167,9 @@ class FollowerSession(asyncio.Protocol):
         if self.next_position is None:
             self._start(position)
             return
-        if position > self._replication.log_end_position:
+        if position > self._replication.written_position:
             self.close(f"it confirmed position {position}, past this log's end "
-                       f"{self._replication.log_end_position}")
+                       f"{self._replication.written_position}")
             return
         self._server.progress.confirm(self.name, position)
 

@@ -2,14 +2,14 @@
 
 A master:
 
-    {"role": "sync_master", "log_end_position": 1048576, "replicated_position": 1040000,
+    {"role": "sync_master", "written_position": 1048576, "replicated_position": 1040000,
      "followers": [{"name": "10.0.0.7:50412", "confirmed_position": 1040000,
                     "lag_bytes": 8576, "connected_at_ms": ..., "confirmed_at_ms": ...}]}
 
 A follower:
 
     {"role": "follower", "master": "broker-0.broker-headless:8084", "connected": true,
-     "log_end_position": 1040000, "master_position": 1048576, "lag_bytes": 8576,
+     "written_position": 1040000, "master_position": 1048576, "lag_bytes": 8576,
      "connected_at_ms": ..., "last_frame_at_ms": ..., "bytes_received_total": ...,
      "connections_total": 3, "last_error": null}
 
@@ -44,11 +44,11 @@ from .replication_follower import ReplicationClient
 
 def replication_status(store: MessageStore, client: ReplicationClient | None) -> dict[str, Any]:
     replication = store.replication
-    end = replication.log_end_position
+    end = replication.written_position
     if client is not None:
         state = client.state
         return {"role": store.config.role.value, "master": state.master,
-                "connected": state.connected, "log_end_position": end,
+                "connected": state.connected, "written_position": end,
                 "master_position": state.master_position, "lag_bytes": client.lag_bytes,
                 "connected_at_ms": state.connected_at_ms,
                 "last_frame_at_ms": state.last_frame_at_ms,
@@ -56,7 +56,7 @@ def replication_status(store: MessageStore, client: ReplicationClient | None) ->
                 "connections_total": state.connections_total, "last_error": state.last_error}
     progress = replication.progress
     assert progress is not None, "a master has followers' progress"
-    return {"role": store.config.role.value, "log_end_position": end,
+    return {"role": store.config.role.value, "written_position": end,
             "replicated_position": progress.replicated_position,
             "followers": [{"name": follower.name,
                            "confirmed_position": follower.confirmed_position,
@@ -85,7 +85,7 @@ def replication_gauges(store: MessageStore, client: ReplicationClient | None) ->
         return [role]
 
     def lags() -> GaugeValue:
-        end = store.replication.log_end_position
+        end = store.replication.written_position
         return {(follower.name,): max(0, end - follower.confirmed_position)
                 for follower in progress.followers()}
 

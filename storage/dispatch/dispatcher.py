@@ -1,6 +1,6 @@
 """Dispatch (RocketMQ's reput): tail the commit log and build consume queues and the index.
 
-One pass reads every whole record from `reput_from` up to the readable end it is given,
+One pass reads every whole record from `dispatched_position` up to the readable end it is given,
 and for each:
 
     message (NOT/COMMIT)  → consume queue entry (topic, queue id) at its QUEUEOFFSET
@@ -66,32 +66,33 @@ class IndexBuilder(Protocol):
 
 class Dispatcher:
     def __init__(self, reader: CommitLogReader, queues: ConsumeQueues, *,
-                 index: IndexBuilder | None, reput_from: int,
+                 index: IndexBuilder | None, dispatched_position: int,
                  records_per_pass_max: int) -> None:
         self._reader = reader
         self._queues = queues
         self._index = index
-        self.reput_from = reput_from
+        self.dispatched_position = dispatched_position
         self.records_per_pass_max = records_per_pass_max
         self.last_store_timestamp_ms = 0
         self.index_timestamp_ms: int | None = None
         """End time of the newest index file that filled and was synced (for the checkpoint)."""
         self.records_dispatched_total = 0
 
-    def dispatch(self, *, readable_end: int, min_position: int) -> QueueNotices:
-        """Dispatch whole records in [reput_from, readable_end); return the notices."""
+    def dispatch(self, *, committed_position: int, min_position: int) -> QueueNotices:
+        """Dispatch whole records in [dispatched_position, committed_position); return the
+        notices."""
         # Retention may have removed what was never dispatched.
-        self.reput_from = max(self.reput_from, min_position)
+        self.dispatched_position = max(self.dispatched_position, min_position)
         notices: dict[tuple[str, int], int] = {}
         budget = self.records_per_pass_max
-        while self.reput_from < readable_end and budget > 0:
-            found = self._reader.segment(self.reput_from)
+        while self.dispatched_position < committed_position and budget > 0:
+            found = self._reader.segment(self.dispatched_position)
             if found is None:
                 raise DispatchCorruptError(f"no commit log segment holds position "
-                                           f"{self.reput_from} below the readable end "
-                                           f"{readable_end}")
+                                           f"{self.dispatched_position} below the readable end "
+                                           f"{committed_position}")
             mapping, start = found
-            end = min(readable_end, start + self._reader.segment_size_bytes)
+            end = min(committed_position, start + self._reader.segment_size_bytes)
             budget -= self._dispatch_segment(mapping, start, end, notices, budget)
         return notices
 
@@ -99,19 +100,19 @@ class Dispatcher:
                           notices: dict[tuple[str, int], int], budget: int) -> int:
         size = self._reader.segment_size_bytes
         dispatched = 0
-        while self.reput_from < end and dispatched < budget:
-            position = self.reput_from - start
+        while self.dispatched_position < end and dispatched < budget:
+            position = self.dispatched_position - start
             result = record.check_record(mapping, position, limit=size,
-                                         expected_physical_offset=self.reput_from,
+                                         expected_physical_offset=self.dispatched_position,
                                          verify_crc=False)
             if result.status is record.RecordCheck.BLANK:
-                self.reput_from = start + size
+                self.dispatched_position = start + size
                 break
             if result.status is not record.RecordCheck.OK:
-                raise DispatchCorruptError(f"record at {self.reput_from}: "
+                raise DispatchCorruptError(f"record at {self.dispatched_position}: "
                                            f"{result.reason or result.status.value}")
             self._dispatch_record(mapping, position, result, notices)
-            self.reput_from += result.size_bytes
+            self.dispatched_position += result.size_bytes
             dispatched += 1
         return dispatched
 
@@ -157,40 +158,41 @@ class DispatchService(ServiceThread):
     name = "dispatch"
 
     def __init__(self, dispatcher: Dispatcher, config: StoreConfig, *,
-                 readable_end: Callable[[], int], min_position: Callable[[], int],
+                 committed_position: Callable[[], int], min_position: Callable[[], int],
                  listener: Listener | None, on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
         self.dispatcher = dispatcher
         self._config = config
-        self._readable_end = readable_end
+        self._committed_position = committed_position
         self._min_position = min_position
         self.listener = listener
         self.stalled_reason: str | None = None
 
     @property
     def behind_bytes(self) -> int:
-        return max(0, self._readable_end() - self.dispatcher.reput_from)
+        return max(0, self._committed_position() - self.dispatcher.dispatched_position)
 
     def run_once(self) -> None:
-        before = self.dispatcher.reput_from
+        before = self.dispatcher.dispatched_position
         try:
             self.dispatch_once()
         except OSError as error:
             if error.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
+            position = self.dispatcher.dispatched_position
             if self.stalled_reason is None:
-                log.error("dispatch stalled at %d: %s", self.dispatcher.reput_from, error)
-            self.stalled_reason = f"dispatch stalled at {self.dispatcher.reput_from}: {error}"
+                log.error("dispatch stalled at %d: %s", position, error)
+            self.stalled_reason = f"dispatch stalled at {position}: {error}"
             self.wait_for_running(self._config.dispatch_retry_interval_ms)
             return
         if self.stalled_reason is not None:
-            log.info("dispatch resumed at %d", self.dispatcher.reput_from)
+            log.info("dispatch resumed at %d", self.dispatcher.dispatched_position)
             self.stalled_reason = None
-        if self.dispatcher.reput_from == before:
+        if self.dispatcher.dispatched_position == before:
             self.wait_for_running(self._config.dispatch_interval_ms)
 
     def dispatch_once(self) -> None:
-        notices = self.dispatcher.dispatch(readable_end=self._readable_end(),
+        notices = self.dispatcher.dispatch(committed_position=self._committed_position(),
                                            min_position=self._min_position())
         if notices and self.listener is not None:
             self.listener(notices)

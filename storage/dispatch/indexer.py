@@ -90,24 +90,25 @@ class Indexer:
         cut = cut_torn_queue_tails(self.queues, self.reader)
         if cut:
             log.warning("cut a torn last entry in %d consume queues", cut)
-        reput_from = self.queues.max_physical_end
+        dispatched_position = self.queues.max_physical_end
         if self.index is not None:
-            reput_from = min(reput_from, self.index.end_physical_offset)
+            dispatched_position = min(dispatched_position, self.index.end_physical_offset)
         self.dispatcher = Dispatcher(self.reader, self.queues, index=self.index,
-                                     reput_from=reput_from,
+                                     dispatched_position=dispatched_position,
                                      records_per_pass_max=config.dispatch_records_per_pass_max)
         self._dispatched = DispatchedFile(directory / DISPATCHED_FILE, writable=True)
         self._closers.append(self._dispatched.close)
         previous = self._dispatched.read()
         self.writer_generation = previous[1]["writer_generation"] if previous else 0
-        self.synced_position = min(previous[1]["synced_position"], reput_from) if previous else 0
+        self.synced_position = (min(previous[1]["synced_position"], dispatched_position)
+                                if previous else 0)
         self._positions: PositionsFile | None = None
         self.positions_problem: str | None = None
         """Why the writer's `positions` cannot be read (dispatch waits meanwhile), or None."""
         self.published: dict[str, int] | None = None
         self.min_position = 0
         self._dispatch = DispatchService(self.dispatcher, config,
-                                         readable_end=self._readable_end,
+                                         committed_position=self._committed_position,
                                          min_position=lambda: self.min_position,
                                          listener=listener, on_fatal=self._on_fatal)
         self._sync = _SyncService(self)
@@ -121,15 +122,15 @@ class Indexer:
         return cls(Path(directory), config or StoreConfig(), listener=listener)
 
     # -- the writer's positions (dispatch thread) -----------------------------------------
-    def _readable_end(self) -> int:
+    def _committed_position(self) -> int:
         published = self._poll_positions()
         if published is None:
-            return self.dispatcher.reput_from  # no writer yet: nothing to read
+            return self.dispatcher.dispatched_position  # no writer yet: nothing to read
         if published["generation"] != self.writer_generation:
             self._on_new_generation(published)
         if published["min_position"] > self.min_position:
             self._on_min_position(published["min_position"])
-        return max(published["committed_position"], self.dispatcher.reput_from)
+        return max(published["committed_position"], self.dispatcher.dispatched_position)
 
     def _poll_positions(self) -> dict[str, int] | None:
         try:
@@ -153,12 +154,12 @@ class Indexer:
         if self.index is not None and self.index.cut_back(end):
             log.warning("writer generation %d recovered the log to %d: deleted index files "
                         "past it", published["generation"], end)
-        if self.dispatcher.reput_from > end:
+        if self.dispatcher.dispatched_position > end:
             removed = self.queues.truncate_to_physical(end)
             log.warning("writer generation %d recovered the log to %d, below dispatch at %d: "
                         "cut %d consume queue entries, re-dispatching", published["generation"],
-                        end, self.dispatcher.reput_from, removed)
-            self.dispatcher.reput_from = end
+                        end, self.dispatcher.dispatched_position, removed)
+            self.dispatcher.dispatched_position = end
             self.synced_position = min(self.synced_position, end)
         self.writer_generation = published["generation"]
 
@@ -171,7 +172,7 @@ class Indexer:
 
     # -- syncing and publishing `dispatched` (sync thread) ---------------------------------
     def sync(self, *, thorough: bool) -> None:
-        position = self.dispatcher.reput_from
+        position = self.dispatcher.dispatched_position
         covered_ms = self.dispatcher.last_store_timestamp_ms
         self.queues.flush(pages_min=0 if thorough else self.config.queue_flush_pages_min)
         if thorough:
@@ -183,22 +184,22 @@ class Indexer:
                 self._checkpoint.write()
             self.synced_position = position
         self._dispatched.publish(synced_position=self.synced_position,
-                                 dispatched_position=self.dispatcher.reput_from,
+                                 dispatched_position=self.dispatcher.dispatched_position,
                                  writer_generation=self.writer_generation,
                                  published_ms=time.time_ns() // 1_000_000,
                                  indexer_pid=os.getpid())
 
     # -- state -------------------------------------------------------------------------
     @property
-    def reput_from(self) -> int:
-        return self.dispatcher.reput_from
+    def dispatched_position(self) -> int:
+        return self.dispatcher.dispatched_position
 
     @property
     def dispatch_behind_bytes(self) -> int:
         published = self.published
         if published is None:
             return 0
-        return max(0, published["committed_position"] - self.dispatcher.reput_from)
+        return max(0, published["committed_position"] - self.dispatcher.dispatched_position)
 
     def _on_fatal(self, service: str, error: BaseException) -> None:
         self.failure = f"{service} failed: {error!r}"

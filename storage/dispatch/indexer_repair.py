@@ -37,9 +37,9 @@ def _last_entry(queue: ConsumeQueue) -> tuple[int, int] | None:
     if not queue.files or queue.max_offset == 0:
         return None
     last = queue.files[-1]
-    if last.wrote_position == 0:
+    if last.written_position == 0:
         return None
-    physical_offset, size_bytes, _ = last.entry(last.wrote_position - ENTRY_SIZE_BYTES)
+    physical_offset, size_bytes, _ = last.entry(last.written_position - ENTRY_SIZE_BYTES)
     if size_bytes == FILLER_SIZE and physical_offset == 0:
         return None
     return physical_offset, size_bytes

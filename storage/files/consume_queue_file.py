@@ -42,19 +42,19 @@ class ConsumeQueueFile(MappedFile):
     """A consume queue file; positions are byte positions, always multiples of 20."""
 
     def append(self, *, physical_offset: int, size_bytes: int, tags_code: int) -> None:
-        """Write the next entry at `wrote_position` (the caller checked there is room)."""
-        position = self.wrote_position
+        """Write the next entry at `written_position` (the caller checked there is room)."""
+        position = self.written_position
         assert position % ENTRY_SIZE_BYTES == 0
         assert position + ENTRY_SIZE_BYTES <= self.size_bytes
         ENTRY.pack_into(self.mapping, position, physical_offset, size_bytes, tags_code)
-        self.wrote_position = position + ENTRY_SIZE_BYTES
-        self.committed_position = self.wrote_position
+        self.written_position = position + ENTRY_SIZE_BYTES
+        self.committed_position = self.written_position
 
     def fill(self, *, until_position: int) -> None:
-        """Write filler entries from `wrote_position` up to `until_position` (a queue whose
+        """Write filler entries from `written_position` up to `until_position` (a queue whose
         first entry does not start at offset 0)."""
         assert until_position % ENTRY_SIZE_BYTES == 0
-        while self.wrote_position < until_position:
+        while self.written_position < until_position:
             self.append(physical_offset=0, size_bytes=FILLER_SIZE, tags_code=0)
 
     def entry(self, position: int) -> tuple[int, int, int]:

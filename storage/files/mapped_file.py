@@ -9,7 +9,7 @@ their own formats.  Files are named by the 20-digit position of their first byte
 
 Positions are byte offsets within the file:
 
-    0 <= flushed_position <= committed_position <= wrote_position <= size_bytes
+    0 <= flushed_position <= committed_position <= written_position <= size_bytes
 
 Readers see bytes below `read_position` only.  Syncs use os.fdatasync, which releases the
 GIL (`mmap.flush()` holds it for the whole msync: 126 ms stalls per 256 MiB were measured).
@@ -62,7 +62,7 @@ class MappedFile:
         self.size_bytes = size_bytes
         self.fd = fd
         self.mapping = mapping
-        self.wrote_position = 0
+        self.written_position = 0
         self.committed_position = 0
         self.flushed_position = 0
         self._references = 1
@@ -117,7 +117,7 @@ class MappedFile:
     # -- positions -----------------------------------------------------------------------
     @property
     def read_position(self) -> int:
-        return self.wrote_position
+        return self.written_position
 
     @property
     def end_position(self) -> int:
@@ -125,12 +125,12 @@ class MappedFile:
 
     @property
     def is_full(self) -> bool:
-        return self.wrote_position == self.size_bytes
+        return self.written_position == self.size_bytes
 
     def set_positions(self, position: int) -> None:
         """Recovery: everything below `position` is written, committed and flushed."""
         assert 0 <= position <= self.size_bytes
-        self.wrote_position = position
+        self.written_position = position
         self.committed_position = position
         self.flushed_position = position
 
@@ -196,7 +196,7 @@ class MappedFile:
             self.path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({self.path.name}, wrote={self.wrote_position}, "
+        return (f"{type(self).__name__}({self.path.name}, written={self.written_position}, "
                 f"committed={self.committed_position}, flushed={self.flushed_position})")
 
 

@@ -144,7 +144,7 @@ class PositionsFile(WatermarkFile):
     `recovered_end_position` is where that writer's recovery found the log's valid end, so a
     reader that went further (before a crash) knows to cut back to it."""
 
-    FIELDS = ("generation", "recovered_end_position", "min_position", "wrote_position",
+    FIELDS = ("generation", "recovered_end_position", "min_position", "written_position",
               "committed_position", "flushed_position", "published_ms", "writer_pid")
 
 

@@ -34,7 +34,7 @@ class SegmentAllocator:
         self._directory = directory
         self._config = config
         self._pending: dict[int, Future[CommitLogSegment]] = {}
-        self._queue: collections.deque[int] = collections.deque()
+        self._requests: collections.deque[int] = collections.deque()
         self._condition = threading.Condition()
         self._closed = False
         self.segments_created_total = 0
@@ -71,7 +71,7 @@ class SegmentAllocator:
             if future is None or (future.done() and future.exception() is not None):
                 future = Future()
                 self._pending[start_position] = future
-                self._queue.append(start_position)
+                self._requests.append(start_position)
                 self._condition.notify()
             return future
 
@@ -92,11 +92,11 @@ class SegmentAllocator:
     def _run(self) -> None:
         while True:
             with self._condition:
-                while not self._queue and not self._closed:
+                while not self._requests and not self._closed:
                     self._condition.wait()
                 if self._closed:
                     return
-                start_position = self._queue.popleft()
+                start_position = self._requests.popleft()
                 future = self._pending.get(start_position)
             if future is None or not future.set_running_or_notify_cancel():
                 continue

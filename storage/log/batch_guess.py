@@ -27,7 +27,7 @@ class BatchGuess:
     def __init__(self, segment: CommitLogSegment | None,
                  queue_offsets: dict[QueueKey, int]) -> None:
         self.segment = segment
-        self.position = segment.wrote_position if segment is not None else 0
+        self.position = segment.written_position if segment is not None else 0
         self.physical_offset = (segment.start_position + self.position
                                 if segment is not None else 0)
         self.queue_offsets = queue_offsets
@@ -47,7 +47,7 @@ class BatchGuess:
         """Under the put lock: nothing was appended since the guess and the batch fits."""
         if segment is None or segment is not self.segment:
             return False
-        if segment.wrote_position != self.position:
+        if segment.written_position != self.position:
             return False
         if segment.size_bytes - self.position < size_bytes + _RESERVE:
             return False

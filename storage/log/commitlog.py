@@ -5,7 +5,7 @@
                roll if the record does not fit: BLANK tail, next segment (+ pool buffer)
                pack the head with QUEUEOFFSET, PHYSICALOFFSET, STORETIMESTAMP straight
                into the mapping or the pool buffer; copy body and tail after it
-               advance wrote_position, the queue's next offset
+               advance written_position, the queue's next offset
                release; wake the commit service; (sync flush: the store parks the caller)
 
 A batch is prepared record by record, packed as it expects to land, joined, and copied with
@@ -40,7 +40,7 @@ from ..replication.replica_chunks import check_chunk
 from .allocator import DiskFullError, SegmentAllocator
 from .batch_guess import BatchGuess
 from .pool import TransientStorePool
-from .segment_queue import SegmentQueue
+from .segment_list import SegmentList
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,12 @@ class _Refused(Exception):
 
 
 class CommitLog:
-    """Appends records to the segment queue.  Thread-safe; one instance per store."""
+    """Appends records to the segment list.  Thread-safe; one instance per store."""
 
-    def __init__(self, queue: SegmentQueue, config: StoreConfig, *,
+    def __init__(self, segment_list: SegmentList, config: StoreConfig, *,
                  allocator: SegmentAllocator, pool: TransientStorePool | None,
                  queue_offsets: dict[QueueKey, int]) -> None:
-        self._queue = queue
+        self._segment_list = segment_list
         self._config = config
         self._allocator = allocator
         self._pool = pool
@@ -82,10 +82,10 @@ class CommitLog:
         returns SERVICE_NOT_AVAILABLE with this reason."""
         self.after_append: Callable[[int], None] | None = None
         """Called after each append, outside the lock, with the log's new end position (the
-        pool's commit-service wakeup; the position spares it reading the segment queue)."""
+        pool's commit-service wakeup; the position spares it reading the segment list)."""
         self._put_lock = threading.Lock()
         self._put_lock_timeout_s = config.put_lock_timeout_ms / 1000
-        self._active = queue.last
+        self._active = segment_list.last
         self._padding = PaddingEncoder(encoder.store_host)
         self.padding_totals = (0, 0)
         """Fillers written by `seal_group` (group_commit_align_bytes): (count, bytes)."""
@@ -103,9 +103,9 @@ class CommitLog:
             return _busy(self._config)
         try:
             segment = self._active
-            if segment is None or segment.size_bytes - segment.wrote_position < size + _RESERVE:
+            if segment is None or segment.size_bytes - segment.written_position < size + _RESERVE:
                 segment = self._roll()
-            position = segment.wrote_position
+            position = segment.written_position
             physical_offset = segment.start_position + position
             key = (message.topic, message.queue_id)
             queue_offset = self.queue_offsets.get(key, 0)
@@ -122,9 +122,9 @@ class CommitLog:
             tail_at = body_at + len(body)
             target[body_at:tail_at] = body
             target[tail_at:position + size] = tail
-            segment.wrote_position = position + size
+            segment.written_position = position + size
             self.queue_offsets[key] = queue_offset + 1
-            self._queue.last_store_timestamp_ms = store_timestamp_ms
+            self._segment_list.last_store_timestamp_ms = store_timestamp_ms
         except _Refused as refused:
             return PutResult(refused.status, reason=refused.reason)
         finally:
@@ -222,18 +222,18 @@ class CommitLog:
         assert segment is not None
         start = guess.position
         segment.write_target[start:start + len(blob)] = blob
-        segment.wrote_position = start + len(blob)
+        segment.written_position = start + len(blob)
         self.queue_offsets.update(guess.next_offsets)
-        self._queue.last_store_timestamp_ms = guess.store_timestamp_ms
+        self._segment_list.last_store_timestamp_ms = guess.store_timestamp_ms
 
     def _append_and_restamp(self, messages: Sequence[Message], blob: bytes,
                             results: list[PutResult]) -> None:
         """Under the put lock, the guess broken (another writer came first): one copy, then
         stamp each record in place and correct its result."""
         segment = self._active
-        if segment is None or segment.size_bytes - segment.wrote_position < len(blob) + _RESERVE:
+        if segment is None or segment.size_bytes - segment.written_position < len(blob) + _RESERVE:
             segment = self._roll()
-        start = segment.wrote_position
+        start = segment.written_position
         target = segment.write_target
         target[start:start + len(blob)] = blob
         store_timestamp_ms = _time_ns() // 1_000_000
@@ -253,8 +253,8 @@ class CommitLog:
             position += result.size_bytes
             physical += result.size_bytes
         assert position == start + len(blob)
-        segment.wrote_position = position
-        self._queue.last_store_timestamp_ms = store_timestamp_ms
+        segment.written_position = position
+        self._segment_list.last_store_timestamp_ms = store_timestamp_ms
 
     # -- group commit alignment ------------------------------------------------------------
     def seal_group(self) -> tuple[int, int]:
@@ -267,7 +267,7 @@ class CommitLog:
         with self._put_lock:
             segment = self._active
             if segment is not None:
-                position = segment.wrote_position
+                position = segment.written_position
                 physical_offset = segment.start_position + position
                 size = padding_size_bytes(position=physical_offset,
                                           room_bytes=segment.size_bytes - position,
@@ -278,11 +278,11 @@ class CommitLog:
                     segment.write_target[position:position + size] = self._padding.encode(
                         size_bytes=size, physical_offset=physical_offset,
                         store_timestamp_ms=store_timestamp_ms)
-                    segment.wrote_position = position + size
-                    self._queue.last_store_timestamp_ms = store_timestamp_ms
+                    segment.written_position = position + size
+                    self._segment_list.last_store_timestamp_ms = store_timestamp_ms
                     count, total_bytes = self.padding_totals
                     self.padding_totals = (count + 1, total_bytes + size)
-            return self._queue.wrote_position, self._queue.last_store_timestamp_ms
+            return self._segment_list.written_position, self._segment_list.last_store_timestamp_ms
 
     # -- follower ----------------------------------------------------------------------------
     def append_raw(self, position: int, data: bytes | bytearray | memoryview) -> int:
@@ -296,22 +296,22 @@ class CommitLog:
         with self._put_lock:
             segment = self._active
             if segment is None:
-                if position % self._queue.segment_size_bytes:
+                if position % self._segment_list.segment_size_bytes:
                     raise ReplicationGapError(f"an empty log starts at a segment boundary, "
                                               f"not at {position}")
                 segment = self._start_raw_segment(position)
-            elif position != segment.start_position + segment.wrote_position:
+            elif position != segment.start_position + segment.written_position:
                 raise ReplicationGapError(f"bytes at {position}, but this log ends at "
-                                          f"{segment.start_position + segment.wrote_position}")
+                                          f"{segment.start_position + segment.written_position}")
             elif segment.is_full:
                 segment = self._start_raw_segment(segment.end_position)
-            at = segment.wrote_position
+            at = segment.written_position
             store_timestamp_ms = check_chunk(data, position=position,
                                              segment_room_bytes=segment.size_bytes - at)
             segment.write_target[at:at + size_bytes] = data
-            segment.wrote_position = at + size_bytes
+            segment.written_position = at + size_bytes
             if store_timestamp_ms:
-                self._queue.last_store_timestamp_ms = store_timestamp_ms
+                self._segment_list.last_store_timestamp_ms = store_timestamp_ms
         if self.after_append is not None:
             self.after_append(position + size_bytes)
         return position + size_bytes
@@ -332,13 +332,14 @@ class CommitLog:
         """
         segment = self._active
         if segment is not None and not segment.is_full:
-            free = segment.size_bytes - segment.wrote_position
+            free = segment.size_bytes - segment.written_position
             assert free >= _RESERVE, "the BLANK reserve was not kept"
-            record.write_blank(segment.write_target, segment.wrote_position, free)
-            segment.wrote_position = segment.size_bytes
+            record.write_blank(segment.write_target, segment.written_position, free)
+            segment.written_position = segment.size_bytes
             if self.after_append is not None:
                 self.after_append(segment.end_position)
-        next_start = segment.end_position if segment is not None else self._queue.min_position
+        next_start = (segment.end_position if segment is not None
+                      else self._segment_list.min_position)
         self._active = self._start_segment(next_start)
         return self._active
 
@@ -359,7 +360,7 @@ class CommitLog:
             raise _Refused(status, str(error)) from None
         if buffer is not None:
             segment.attach_write_buffer(buffer)
-        self._queue.append(segment)
+        self._segment_list.append(segment)
         return segment
 
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 from ..config import PAGE_SIZE_BYTES, StoreConfig
 from ..service_thread import FatalHandler, ServiceThread
 from .pool import TransientStorePool
-from .segment_queue import SegmentQueue
+from .segment_list import SegmentList
 
 OnFlushed = Callable[[], None]
 
@@ -38,15 +38,15 @@ def _monotonic_ms() -> int:
 class CommitService(ServiceThread):
     name = "commit"
 
-    def __init__(self, queue: SegmentQueue, pool: TransientStorePool, config: StoreConfig, *,
+    def __init__(self, segment_list: SegmentList, pool: TransientStorePool, config: StoreConfig, *,
                  on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
-        self._queue = queue
+        self._segment_list = segment_list
         self._pool = pool
         self._config = config
         self._last_commit_ms = _monotonic_ms()
         self._due_bytes = max(1, config.commit_pages_min * PAGE_SIZE_BYTES)
-        self._segment_size_bytes = queue.segment_size_bytes
+        self._segment_size_bytes = segment_list.segment_size_bytes
         self.on_committed: Callable[[], None] | None = None
         """Called after a commit moved bytes into the files (the replication sender's wakeup:
         with the pool on, readers see only committed bytes)."""
@@ -57,7 +57,7 @@ class CommitService(ServiceThread):
         pages_min = config.commit_pages_min
         if now_ms - self._last_commit_ms >= config.commit_thorough_interval_ms:
             pages_min = 0
-        if self._queue.commit(pages_min=pages_min, return_buffer=self._pool.give_back):
+        if self._segment_list.commit(pages_min=pages_min, return_buffer=self._pool.give_back):
             self._last_commit_ms = now_ms
             if self.on_committed is not None:
                 self.on_committed()
@@ -69,7 +69,7 @@ class CommitService(ServiceThread):
         cost each put a thread switch (the service takes the GIL only to find too little to
         commit), and a producer that commits on demand (sync replication) leaves nothing for
         it at all."""
-        committed = self._queue.committed_where
+        committed = self._segment_list.committed_position
         # Also when a segment filled (rolled): its buffer goes back to the pool only once
         # it is committed to the end, and the next roll may need it.
         if end_position - committed >= self._due_bytes or \
@@ -83,13 +83,14 @@ class CommitService(ServiceThread):
         committed beside the sender, contending for the commit lock and the GIL: measured,
         the sync-master p99 at 16 connections rose by a third.  With no follower reading,
         its `commit_interval_ms` pass commits (and such puts are SLAVE_NOT_AVAILABLE)."""
-        if self._queue.committed_where < end_position - end_position % self._segment_size_bytes:
+        rolled_at = end_position - end_position % self._segment_size_bytes
+        if self._segment_list.committed_position < rolled_at:
             self.wakeup()
 
     def commit_now(self, *, notify: bool = True) -> bool:
         """Commit everything written; `notify=False` for a caller about to read the bytes
         itself (the replication sender), which needs no wakeup for them."""
-        moved = self._queue.commit(pages_min=0, return_buffer=self._pool.give_back)
+        moved = self._segment_list.commit(pages_min=0, return_buffer=self._pool.give_back)
         if moved and notify and self.on_committed is not None:
             self.on_committed()
         return moved
@@ -97,7 +98,7 @@ class CommitService(ServiceThread):
     def shutdown_drain(self) -> None:
         for _ in range(self._config.shutdown_retries_max):
             self.commit_now()
-            if self._queue.committed_where == self._queue.wrote_position:
+            if self._segment_list.committed_position == self._segment_list.written_position:
                 return
         raise RuntimeError("commit did not catch up with the written position on shutdown")
 
@@ -105,10 +106,10 @@ class CommitService(ServiceThread):
 class AsyncFlushService(ServiceThread):
     name = "flush"
 
-    def __init__(self, queue: SegmentQueue, config: StoreConfig, *, on_flushed: OnFlushed,
+    def __init__(self, segment_list: SegmentList, config: StoreConfig, *, on_flushed: OnFlushed,
                  on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
-        self._queue = queue
+        self._segment_list = segment_list
         self._config = config
         self._on_flushed = on_flushed
         self._last_thorough_ms = _monotonic_ms()
@@ -123,13 +124,13 @@ class AsyncFlushService(ServiceThread):
         if now_ms - self._last_thorough_ms >= config.flush_thorough_interval_ms:
             pages_min = 0
             self._last_thorough_ms = now_ms
-        if self._queue.flush(pages_min=pages_min):
+        if self._segment_list.flush(pages_min=pages_min):
             self._on_flushed()
 
     def shutdown_drain(self) -> None:
         for _ in range(self._config.shutdown_retries_max):
-            self._queue.flush(pages_min=0)
-            if self._queue.flushed_where == self._queue.max_position:
+            self._segment_list.flush(pages_min=0)
+            if self._segment_list.flushed_position == self._segment_list.committed_position:
                 self._on_flushed()
                 return
         raise RuntimeError("flush did not catch up with the committed position on shutdown")
@@ -156,11 +157,11 @@ class GroupCommitService(ServiceThread):
 
     name = "group-commit"
 
-    def __init__(self, queue: SegmentQueue, config: StoreConfig, *,
+    def __init__(self, segment_list: SegmentList, config: StoreConfig, *,
                  commit: Callable[[], bool] | None, seal: SealGroup | None,
                  on_flushed: OnFlushed, on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
-        self._queue = queue
+        self._segment_list = segment_list
         self._config = config
         self._commit = commit
         self._seal = seal
@@ -173,7 +174,7 @@ class GroupCommitService(ServiceThread):
 
     def wait_flushed(self, end_position: int, *, timeout_s: float) -> bool:
         """Block until [.., end_position) is synced; False on timeout or store failure."""
-        if self._queue.flushed_where >= end_position:
+        if self._segment_list.flushed_position >= end_position:
             return True
         parked = _thread.allocate_lock()
         parked.acquire()
@@ -203,7 +204,7 @@ class GroupCommitService(ServiceThread):
             for _, _, on_done in requests:
                 on_done(False)
             raise
-        flushed = self._queue.flushed_where
+        flushed = self._segment_list.flushed_position
         now = time.monotonic()
         waiting = []
         for request in requests:
@@ -228,10 +229,10 @@ class GroupCommitService(ServiceThread):
             group_end = self._seal() if self._seal is not None else None
             if self._commit is not None:
                 self._commit()
-            if self._queue.flush(pages_min=0, group_end=group_end):
+            if self._segment_list.flush(pages_min=0, group_end=group_end):
                 self.syncs_total += 1
                 self._on_flushed()
-            if self._queue.flushed_where >= target_position:
+            if self._segment_list.flushed_position >= target_position:
                 return
 
     def fail_all(self) -> None:
@@ -244,13 +245,13 @@ class GroupCommitService(ServiceThread):
 
     def shutdown_drain(self) -> None:
         for _ in range(self._config.shutdown_retries_max):
-            self._sync(self._queue.wrote_position)
-            if self._queue.flushed_where == self._queue.wrote_position:
+            self._sync(self._segment_list.written_position)
+            if self._segment_list.flushed_position == self._segment_list.written_position:
                 break
         with self._requests_lock:
             requests, self._requests = self._requests, []
-        flushed = self._queue.flushed_where
+        flushed = self._segment_list.flushed_position
         for end, _, on_done in requests:
             on_done(flushed >= end)
-        if flushed != self._queue.wrote_position:
+        if flushed != self._segment_list.written_position:
             raise RuntimeError("group commit did not sync everything written on shutdown")

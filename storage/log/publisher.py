@@ -18,26 +18,25 @@ from typing import ParamSpec
 from ..config import StoreConfig
 from ..files.watermarks import PositionsFile
 from ..service_thread import FatalHandler, ServiceThread
-from .pool import TransientStorePool
-from .segment_queue import SegmentQueue
+from .segment_list import SegmentList
 
 P = ParamSpec("P")
 
 POSITIONS_FILE = "positions"
 
 Snapshot = Callable[[], tuple[int, int, int, int]]
-"""(min_position, wrote_position, committed_position, flushed_position)."""
+"""(min_position, written_position, committed_position, flushed_position)."""
 
 
-def positions_snapshot(queue: SegmentQueue, pool: TransientStorePool | None) -> Snapshot:
+def positions_snapshot(segment_list: SegmentList) -> Snapshot:
     """Read the watermarks lowest first: each later read can only be higher, so the tuple
     is ordered even while the services move them."""
 
     def snapshot() -> tuple[int, int, int, int]:
-        flushed = queue.flushed_where
-        min_position = min(queue.min_position, flushed)
-        committed = queue.committed_where if pool is not None else queue.wrote_position
-        return min_position, queue.wrote_position, committed, flushed
+        flushed = segment_list.flushed_position
+        min_position = min(segment_list.min_position, flushed)
+        committed = segment_list.committed_position
+        return min_position, segment_list.written_position, committed, flushed
 
     return snapshot
 
@@ -79,11 +78,11 @@ class PositionsPublisher(ServiceThread):
         heartbeat_due = now_ms - self._last_ms >= self._config.positions_publish_interval_ms
         if values == self._last and not heartbeat_due:
             return False
-        min_position, wrote, committed, flushed = values
-        assert min_position <= flushed <= committed <= wrote, values
+        min_position, written, committed, flushed = values
+        assert min_position <= flushed <= committed <= written, values
         self.file.publish(generation=self.generation,
                           recovered_end_position=self.recovered_end_position,
-                          min_position=min_position, wrote_position=wrote,
+                          min_position=min_position, written_position=written,
                           committed_position=committed, flushed_position=flushed,
                           published_ms=now_ms, writer_pid=os.getpid())
         self._last, self._last_ms = values, now_ms

@@ -32,7 +32,7 @@ from ..files.segment import CommitLogSegment
 from ..index.index_service import IndexService
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
-from .segment_queue import SegmentQueue
+from .segment_list import SegmentList
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +65,12 @@ def is_delete_hour(now: datetime.datetime, hours: tuple[int, ...]) -> bool:
 class RetentionService(ServiceThread):
     name = "retention"
 
-    def __init__(self, queue: SegmentQueue, queues: ConsumeQueues, index: IndexService | None,
+    def __init__(self, segment_list: SegmentList, queues: ConsumeQueues, index: IndexService | None,
                  config: StoreConfig, *, on_disk_full: OnDiskFull,
                  on_min_position: Callable[[int], None], on_fatal: FatalHandler,
                  disk_usage: DiskUsage = disk_used_ratio) -> None:
         super().__init__(on_fatal=on_fatal)
-        self._queue = queue
+        self._segment_list = segment_list
         self._queues = queues
         self._index = index
         self._config = config
@@ -89,7 +89,7 @@ class RetentionService(ServiceThread):
     def clean(self, *, now: datetime.datetime | None = None) -> list[CommitLogSegment]:
         """One pass: measure the disk, refuse or allow writes, delete what is due."""
         config = self._config
-        ratio = self._disk_usage(self._queue.directory)
+        ratio = self._disk_usage(self._segment_list.directory)
         self.disk_used_ratio = ratio
         if ratio > config.disk_warning_ratio:
             self._on_disk_full(f"disk {ratio:.0%} used, above disk_warning_ratio "
@@ -103,7 +103,7 @@ class RetentionService(ServiceThread):
             return []
         reserved_s = config.file_retention_hours * 3600
         wall_s = time.time()
-        removed = self._queue.delete_oldest(
+        removed = self._segment_list.delete_oldest(
             count_max=config.delete_segments_per_pass_max,
             expired=lambda segment: force or _age_s(segment, wall_s) > reserved_s)
         if removed:
@@ -113,7 +113,7 @@ class RetentionService(ServiceThread):
     def _after_delete(self, removed: list[CommitLogSegment]) -> None:
         self.segments_deleted_total += len(removed)
         self.bytes_deleted_total += sum(segment.size_bytes for segment in removed)
-        minimum = self._queue.min_position
+        minimum = self._segment_list.min_position
         log.info("retention deleted %d segments; the log now starts at %d", len(removed),
                  minimum)
         self._queues.delete_before_physical(minimum)

@@ -50,7 +50,7 @@ class ConsumeQueue:
     @property
     def max_position(self) -> int:
         last = self.files[-1] if self.files else None
-        return last.start_position + last.wrote_position if last else 0
+        return last.start_position + last.written_position if last else 0
 
     @property
     def min_offset(self) -> int:
@@ -83,7 +83,7 @@ class ConsumeQueue:
 
     def _first_real_position(self, queue_file: ConsumeQueueFile) -> int:
         position = 0
-        while position < queue_file.wrote_position:
+        while position < queue_file.written_position:
             physical_offset, size, _ = queue_file.entry(position)
             if not (physical_offset == 0 and size == 0x7FFFFFFF):
                 break
@@ -92,11 +92,11 @@ class ConsumeQueue:
 
     def _last_physical_end(self) -> int:
         last = self.files[-1]
-        if last.wrote_position == 0:
+        if last.written_position == 0:
             if len(self.files) < 2:
                 return 0
             last = self.files[-2]
-        physical_offset, size, _ = last.entry(last.wrote_position - ENTRY_SIZE_BYTES)
+        physical_offset, size, _ = last.entry(last.written_position - ENTRY_SIZE_BYTES)
         return physical_offset + size
 
     # -- write (the dispatch thread only) ------------------------------------------------------
@@ -122,7 +122,7 @@ class ConsumeQueue:
 
     def _file_for_append(self, position: int) -> ConsumeQueueFile:
         last = self.files[-1] if self.files else None
-        if last is not None and last.wrote_position < last.size_bytes:
+        if last is not None and last.written_position < last.size_bytes:
             return last
         start = position - position % self.file_size_bytes if last is None else last.end_position
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -145,7 +145,7 @@ class ConsumeQueue:
             while self.files:
                 last = self.files[-1]
                 keep = self._entries_below(last, physical_end)
-                dropped += (last.wrote_position - keep) // ENTRY_SIZE_BYTES
+                dropped += (last.written_position - keep) // ENTRY_SIZE_BYTES
                 if keep > 0 or len(self.files) == 1:
                     last.truncate(keep)
                     break
@@ -156,7 +156,7 @@ class ConsumeQueue:
 
     @staticmethod
     def _entries_below(queue_file: ConsumeQueueFile, physical_end: int) -> int:
-        view = queue_file.entries(0, queue_file.wrote_position)
+        view = queue_file.entries(0, queue_file.written_position)
         count = int((view["physical_offset"] < physical_end).sum())  # sorted: a prefix
         del view
         return count * ENTRY_SIZE_BYTES
@@ -169,7 +169,7 @@ class ConsumeQueue:
         with self._lock:
             while len(self.files) > 1:
                 first = self.files[0]
-                last_physical, _, _ = first.entry(first.wrote_position - ENTRY_SIZE_BYTES)
+                last_physical, _, _ = first.entry(first.written_position - ENTRY_SIZE_BYTES)
                 if last_physical >= physical_min:
                     break
                 self.files = self.files[1:]  # copy-on-write: readers may be indexing
@@ -182,7 +182,7 @@ class ConsumeQueue:
 
     @staticmethod
     def _first_position_at_or_above(queue_file: ConsumeQueueFile, physical_min: int) -> int:
-        view = queue_file.entries(0, queue_file.wrote_position)
+        view = queue_file.entries(0, queue_file.written_position)
         below = int((view["physical_offset"] < physical_min).sum())
         del view
         return queue_file.start_position + below * ENTRY_SIZE_BYTES
@@ -199,7 +199,7 @@ class ConsumeQueue:
         if queue_file is None or not queue_file.hold():
             return None
         start = position - queue_file.start_position
-        end = min(queue_file.wrote_position, start + count_max * ENTRY_SIZE_BYTES)
+        end = min(queue_file.written_position, start + count_max * ENTRY_SIZE_BYTES)
         return queue_file, queue_file.entries(start, end)
 
     def _find(self, position: int) -> ConsumeQueueFile | None:

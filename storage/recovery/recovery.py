@@ -30,7 +30,7 @@ from ..files.checkpoint import CheckpointState, CheckpointValues
 from ..files.segment import CommitLogSegment, last_nonzero_end
 from ..format import record
 from ..format.padding import PADDING_TOPIC
-from ..log.segment_queue import SegmentQueue
+from ..log.segment_list import SegmentList
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +85,16 @@ def _abnormal_start(segments: list[CommitLogSegment], min_timestamp_ms: int) -> 
     return 0
 
 
-def recover(queue: SegmentQueue, report: RecoveryReport,
+def recover(segment_list: SegmentList, report: RecoveryReport,
             queue_offsets: dict[tuple[str, int], int], *,
             scan_from_position: int) -> RecoveryReport:
     """Scan, rebuild `queue_offsets` (for records from `scan_from_position` on), truncate;
     fills in and returns `report`."""
-    end_position, old_end = scan_log(queue.segments, report, queue_offsets,
+    end_position, old_end = scan_log(segment_list.segments, report, queue_offsets,
                                      scan_from_position=scan_from_position)
     report.end_position = end_position
     report.truncated_bytes = max(0, old_end - end_position)
-    deleted = queue.truncate_after(end_position) if queue.segments else []
+    deleted = segment_list.truncate_after(end_position) if segment_list.segments else []
     report.deleted_segments = [path.name for path in deleted]
     if report.truncated_bytes:
         log.warning("recovery (%s) cut the log at %d: %d bytes dropped, %d segments deleted; "

@@ -37,7 +37,7 @@ class SegmentSummary:
     start_position: int
     size_bytes: int
     record_count: int = 0
-    data_end_position: int = 0
+    written_position: int = 0
     """Where data ends in this segment (its end if it ends with a BLANK)."""
     ends_with_blank: bool = False
     first_store_timestamp_ms: int = 0
@@ -69,7 +69,7 @@ def scan_segment(path: Path, *, verify_crc: bool,
         return summary
     with path.open("rb") as file, mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) as view:
         position = _walk(view, summary, verify_crc=verify_crc, progress=progress)
-        summary.data_end_position = start + position
+        summary.written_position = start + position
         if not summary.ends_with_blank:
             tail_end = last_nonzero_end(view, position)
             if tail_end > position and not summary.corruptions:
@@ -125,7 +125,7 @@ def verify_store(directory: Path, *, progress: ProgressCallback | None = None
     holding = [s for s in summaries if s.record_count or s.corruptions]
     for summary in holding[:-1]:
         if not summary.ends_with_blank and not summary.corruptions:
-            corruptions.append(Corruption(summary.data_end_position,
+            corruptions.append(Corruption(summary.written_position,
                                           f"segment {summary.name} ends without a BLANK record "
                                           f"but later segments hold data"))
     return summaries, sorted(corruptions, key=lambda c: c.physical_offset)

@@ -26,7 +26,7 @@ from ..files.checkpoint import Checkpoint
 from ..files.lockfile import AbortMarker, StoreLock
 from ..files.watermarks import DispatchedFile
 from ..index.index_service import IndexService
-from ..log.segment_queue import SegmentQueue
+from ..log.segment_list import SegmentList
 from ..queues.consume_queues import ConsumeQueues
 from ..queues.queue_offsets import read_next_offsets
 from .recovery import RecoveryMode, RecoveryReport, plan_recovery, recover
@@ -45,12 +45,12 @@ class OpenedStore:
     lock: StoreLock
     abort: AbortMarker
     checkpoint: Checkpoint
-    queue: SegmentQueue
+    segment_list: SegmentList
     queues: ConsumeQueues
     index: IndexService | None
     report: RecoveryReport
     queue_offsets: dict[tuple[str, int], int]
-    reput_from: int
+    dispatched_position: int
 
 
 def open_directory(directory: Path, config: StoreConfig) -> OpenedStore:
@@ -62,15 +62,16 @@ def open_directory(directory: Path, config: StoreConfig) -> OpenedStore:
         abort = AbortMarker(directory / "abort")
         checkpoint = Checkpoint(directory / "checkpoint")
         closers.append(checkpoint.close)
-        queue = SegmentQueue(directory / COMMITLOG_DIRECTORY,
-                             segment_size_bytes=config.segment_size_bytes,
-                             pooled=config.pool_enabled)
-        closers.append(queue.close)
+        segment_list = SegmentList(directory / COMMITLOG_DIRECTORY,
+                                   segment_size_bytes=config.segment_size_bytes,
+                                   pooled=config.pool_enabled)
+        closers.append(segment_list.close)
         queues = ConsumeQueues(directory, file_size_bytes=config.consume_queue_file_size_bytes)
         closers.append(queues.close)
-        queue.load()
+        segment_list.load()
         if not config.dispatch_enabled:
-            return _recover_log_only(directory, lock, abort, checkpoint, queue, queues, config)
+            return _recover_log_only(directory, lock, abort, checkpoint, segment_list, queues,
+                                     config)
         index = _index_service(directory, config)
         if index is not None:
             closers.append(index.close)
@@ -78,7 +79,7 @@ def open_directory(directory: Path, config: StoreConfig) -> OpenedStore:
         if index is not None:
             index.load(abnormal=abort.present,
                        index_timestamp_ms=checkpoint.values.index_msg_timestamp_ms)
-        return _recover(lock, abort, checkpoint, queue, queues, index, config)
+        return _recover(lock, abort, checkpoint, segment_list, queues, index, config)
     except BaseException:
         for close in reversed(closers):
             close()
@@ -95,57 +96,58 @@ def _index_service(directory: Path, config: StoreConfig) -> IndexService | None:
                         query_results_max=config.index_query_results_max)
 
 
-def _recover(lock: StoreLock, abort: AbortMarker, checkpoint: Checkpoint, queue: SegmentQueue,
+def _recover(lock: StoreLock, abort: AbortMarker, checkpoint: Checkpoint, segment_list: SegmentList,
              queues: ConsumeQueues, index: IndexService | None,
              config: StoreConfig) -> OpenedStore:
-    report = plan_recovery(queue.segments, abort_present=abort.present,
+    report = plan_recovery(segment_list.segments, abort_present=abort.present,
                            checkpoint_state=checkpoint.state, checkpoint=checkpoint.values,
                            recovery_segments_max=config.recovery_segments_max)
     dispatched_end = queues.max_physical_end
     scanned_offsets: dict[tuple[str, int], int] = {}
-    recover(queue, report, scanned_offsets, scan_from_position=dispatched_end)
+    recover(segment_list, report, scanned_offsets, scan_from_position=dispatched_end)
     queues.truncate_to_physical(report.end_position)  # entries pointing past the log's end
     if index is not None:
         index.cut_back(report.end_position)  # re-index what is written there again
     queue_offsets = queues.next_offsets()
     for key, next_offset in scanned_offsets.items():
         queue_offsets[key] = max(next_offset, queue_offsets.get(key, 0))
-    reput_from = max(queues.max_physical_end, queue.min_position)
+    dispatched_position = max(queues.max_physical_end, segment_list.min_position)
     if index is not None:
         # Index files newer than the checkpoint were dropped on an unclean exit: rebuild
         # from where the surviving ones end (consume queues ignore the repeats).
-        reput_from = min(reput_from, max(index.end_physical_offset, queue.min_position))
-    if report.mode in (RecoveryMode.ABNORMAL, RecoveryMode.FULL) and queue.segments:
-        first_verified = min(report.verify_from_segment, len(queue.segments) - 1)
-        window_start = queue.segments[first_verified].start_position
-        reput_from = max(min(reput_from, window_start), queue.min_position)
-    _set_timestamps(queue, report)
-    return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint, queue=queue,
+        dispatched_position = min(dispatched_position,
+                                  max(index.end_physical_offset, segment_list.min_position))
+    if report.mode in (RecoveryMode.ABNORMAL, RecoveryMode.FULL) and segment_list.segments:
+        first_verified = min(report.verify_from_segment, len(segment_list.segments) - 1)
+        window_start = segment_list.segments[first_verified].start_position
+        dispatched_position = max(min(dispatched_position, window_start), segment_list.min_position)
+    _set_timestamps(segment_list, report)
+    return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint, segment_list=segment_list,
                        queues=queues, index=index, report=report, queue_offsets=queue_offsets,
-                       reput_from=reput_from)
+                       dispatched_position=dispatched_position)
 
 
 def _recover_log_only(directory: Path, lock: StoreLock, abort: AbortMarker,
-                      checkpoint: Checkpoint, queue: SegmentQueue, queues: ConsumeQueues,
+                      checkpoint: Checkpoint, segment_list: SegmentList, queues: ConsumeQueues,
                       config: StoreConfig) -> OpenedStore:
     """The writer of a split deployment: another process owns `consumequeue/` and `index/`,
     so they are neither loaded nor cut here.  Queue offsets come from the consume queues
     below what the indexer published as synced (`dispatched`), read-only, and from the
     records recovery scans from there on."""
-    report = plan_recovery(queue.segments, abort_present=abort.present,
+    report = plan_recovery(segment_list.segments, abort_present=abort.present,
                            checkpoint_state=checkpoint.state, checkpoint=checkpoint.values,
                            recovery_segments_max=config.recovery_segments_max)
-    synced = max(indexer_synced_position(directory), queue.min_position)
+    synced = max(indexer_synced_position(directory), segment_list.min_position)
     queue_offsets: dict[tuple[str, int], int] = {}
-    recover(queue, report, queue_offsets, scan_from_position=synced)
+    recover(segment_list, report, queue_offsets, scan_from_position=synced)
     below = read_next_offsets(directory, below_physical=min(synced, report.end_position),
                               file_size_bytes=config.consume_queue_file_size_bytes)
     for key, next_offset in below.items():
         queue_offsets[key] = max(next_offset, queue_offsets.get(key, 0))
-    _set_timestamps(queue, report)
-    return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint, queue=queue,
+    _set_timestamps(segment_list, report)
+    return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint, segment_list=segment_list,
                        queues=queues, index=None, report=report, queue_offsets=queue_offsets,
-                       reput_from=report.end_position)
+                       dispatched_position=report.end_position)
 
 
 def indexer_synced_position(directory: Path) -> int:
@@ -167,7 +169,7 @@ def indexer_synced_position(directory: Path) -> int:
     return found[1]["synced_position"] if found is not None else 0
 
 
-def _set_timestamps(queue: SegmentQueue, report: RecoveryReport) -> None:
-    queue.last_store_timestamp_ms = report.last_store_timestamp_ms
-    queue.committed_store_timestamp_ms = report.last_store_timestamp_ms
-    queue.flushed_store_timestamp_ms = report.last_store_timestamp_ms
+def _set_timestamps(segment_list: SegmentList, report: RecoveryReport) -> None:
+    segment_list.last_store_timestamp_ms = report.last_store_timestamp_ms
+    segment_list.committed_store_timestamp_ms = report.last_store_timestamp_ms
+    segment_list.flushed_store_timestamp_ms = report.last_store_timestamp_ms

@@ -21,7 +21,7 @@ from ..log.acknowledge import PutAcknowledger, SyncAcknowledger
 from ..log.commitlog import CommitLog
 from ..log.flush import CommitService, GroupCommitService
 from ..log.publisher import chain
-from ..log.segment_queue import SegmentQueue
+from ..log.segment_list import SegmentList
 from ..roles import BrokerRole
 from ..service_thread import FatalHandler
 from .replica_chunks import record_starts_at, whole_records_end
@@ -34,11 +34,11 @@ class LogRangeError(ReplicationGapError):
 
 
 class Replication:
-    def __init__(self, *, role: BrokerRole, queue: SegmentQueue, commitlog: CommitLog,
+    def __init__(self, *, role: BrokerRole, segment_list: SegmentList, commitlog: CommitLog,
                  commit_service: CommitService | None, progress: ReplicaProgress | None,
                  acknowledger: ReplicaAcknowledger | None) -> None:
         self.role = role
-        self._queue = queue
+        self._segment_list = segment_list
         self._commitlog = commitlog
         self._commit_service = commit_service
         self.progress = progress
@@ -66,16 +66,17 @@ class Replication:
         """Whole records from `position` (a record boundary) to at most `size_bytes_max`
         bytes on (a larger first record comes whole), within one segment; b"" when nothing
         past `position` is readable yet.  `LogRangeError` outside the log."""
-        queue = self._queue
-        if self._commit_on_read is not None and queue.committed_where < queue.wrote_position:
+        segment_list = self._segment_list
+        if (self._commit_on_read is not None
+                and segment_list.committed_position < segment_list.written_position):
             self._commit_on_read.commit_now(notify=False)
-        segment = queue.find(position)
+        segment = segment_list.find(position)
         if segment is None or not segment.hold():
-            if position == queue.wrote_position or (
-                    queue.segments and position == queue.segments[-1].end_position):
+            if position == segment_list.written_position or (
+                    segment_list.segments and position == segment_list.segments[-1].end_position):
                 return b""  # at the end; the next segment does not exist yet
             raise LogRangeError(f"position {position} is outside this log "
-                                f"[{queue.min_position}, {queue.wrote_position})")
+                                f"[{segment_list.min_position}, {segment_list.written_position})")
         try:
             start = position - segment.start_position
             end = segment.read_position
@@ -90,19 +91,19 @@ class Replication:
     def check_start(self, position: int) -> int:
         """Where to stream from for a follower that reported `position`: there, or the log's
         start for an empty follower (0).  `LogRangeError` if this log cannot serve it."""
-        queue = self._queue
+        segment_list = self._segment_list
         if position == 0:
-            return queue.min_position
-        if position < queue.min_position or position > queue.wrote_position:
+            return segment_list.min_position
+        if position < segment_list.min_position or position > segment_list.written_position:
             raise LogRangeError(f"the follower's log ends at {position}, outside this log "
-                                f"[{queue.min_position}, {queue.wrote_position}]")
+                                f"[{segment_list.min_position}, {segment_list.written_position}]")
         if not self._record_starts_at(position):
             raise LogRangeError(f"the follower's log ends at {position}, which is not where a "
                                 f"record starts in this log: they have diverged")
         return position
 
     def _record_starts_at(self, position: int) -> bool:
-        segment = self._queue.find(position)
+        segment = self._segment_list.find(position)
         if segment is None or position - segment.start_position >= segment.read_position:
             return True  # at the end (or past what is readable): nothing to compare yet
         if not segment.hold():
@@ -114,9 +115,9 @@ class Replication:
             segment.release()
 
     @property
-    def log_end_position(self) -> int:
+    def written_position(self) -> int:
         """Where this log ends (written, committed or not): followers' lag is measured here."""
-        return self._queue.wrote_position
+        return self._segment_list.written_position
 
     # -- follower ------------------------------------------------------------------------
     def append_raw(self, position: int, data: bytes | bytearray | memoryview) -> int:
@@ -126,7 +127,7 @@ class Replication:
         return self._commitlog.append_raw(position, data)
 
 
-def start_replication(config: StoreConfig, *, queue: SegmentQueue, commitlog: CommitLog,
+def start_replication(config: StoreConfig, *, segment_list: SegmentList, commitlog: CommitLog,
                       commit_service: CommitService | None,
                       group_commit: GroupCommitService | None,
                       failure: Callable[[], str | None], on_fatal: FatalHandler,
@@ -144,7 +145,7 @@ def start_replication(config: StoreConfig, *, queue: SegmentQueue, commitlog: Co
             acknowledger = ReplicaAcknowledger(transfer, progress, config)
     flush = (SyncAcknowledger(group_commit, config, failure=failure)
              if group_commit is not None else None)
-    replication = Replication(role=role, queue=queue, commitlog=commitlog,
+    replication = Replication(role=role, segment_list=segment_list, commitlog=commitlog,
                               commit_service=commit_service, progress=progress,
                               acknowledger=acknowledger)
     return replication, PutAcknowledger(flush=flush, replica=acknowledger), transfer

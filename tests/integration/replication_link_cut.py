@@ -60,7 +60,7 @@ def follower_end(follower: Node) -> int:
     finally:
         positions.close()
     assert found is not None
-    return found[1]["wrote_position"]
+    return found[1]["written_position"]
 
 
 def scenario(root: Path, holder_pid: int) -> dict[str, int]:
@@ -72,17 +72,17 @@ def scenario(root: Path, holder_pid: int) -> dict[str, int]:
         master.start()
         follower.start()
         produce(master.url(), 1000, 0)
-        end = master.status()["log_end_position"]
-        wait_for(lambda: follower.status()["log_end_position"] == end, what="first catch-up")
+        end = master.status()["written_position"]
+        wait_for(lambda: follower.status()["written_position"] == end, what="first catch-up")
         sh("nsenter", "-t", str(holder_pid), "-n", "ip", "link", "set", "v1", "down")
         produce(master.url(), 2000, 1000)  # the master writes on while the link is cut
         # Past housekeeping (1 s here) the master has dropped the silent follower.
         wait_for(lambda: not master.status()["followers"], what="master drops the follower")
         stalled_end = follower_end(follower)
         assert stalled_end == end, (stalled_end, end)
-        cut_end = master.status()["log_end_position"]
+        cut_end = master.status()["written_position"]
         sh("nsenter", "-t", str(holder_pid), "-n", "ip", "link", "set", "v1", "up")
-        wait_for(lambda: follower.status()["log_end_position"] == cut_end, what="catch-up")
+        wait_for(lambda: follower.status()["written_position"] == cut_end, what="catch-up")
         wait_for(lambda: [f["lag_bytes"] for f in master.status()["followers"]] == [0],
                  what="the master sees the follower caught up")
         connections = follower.status()["connections_total"]

@@ -49,8 +49,8 @@ def test_follower_catches_up_byte_for_byte_and_serves_reads(tmp_path: Path,
     produce(master.url(), 1000, start=2000)  # and some while it follows
 
     def caught_up() -> bool:
-        end = master.status()["log_end_position"]
-        return bool(follower.status()["log_end_position"] == end and
+        end = master.status()["written_position"]
+        return bool(follower.status()["written_position"] == end and
                     master.status()["followers"][0]["lag_bytes"] == 0)
 
     wait_for(caught_up, what="follower caught up")
@@ -63,7 +63,7 @@ def test_follower_catches_up_byte_for_byte_and_serves_reads(tmp_path: Path,
         while len(received) < 3000 and time.monotonic() < deadline:
             received += [bytes(m.body) for m in consumer.poll(max_messages=256, wait_ms=500)]
     assert sorted(received) == sorted(f"b{i}".encode() * 200 for i in range(3000))
-    end = master.status()["log_end_position"]
+    end = master.status()["written_position"]
     assert follower.stop() == {"notifier": 0, "writer": 0, "indexer": 0}
     assert master.stop() == {"writer": 0}
     assert assert_same_log(master.data_dir, follower.data_dir, end_position=end) >= 3

@@ -69,10 +69,10 @@ def test_write_schema_names_every_problem() -> None:
     assert "unknown column(s) ['queue_offset']" in text
 
 
-def fake_files(first_times: list[int | None], *, readable_end: int = 1 << 62) -> StoreFiles:
+def fake_files(first_times: list[int | None], *, committed_position: int = 1 << 62) -> StoreFiles:
     segments = tuple(SegmentInfo(index * 1000, time) for index, time in enumerate(first_times))
     return StoreFiles(directory="/d", segment_size_bytes=1000, segments=segments,
-                      readable_end=readable_end, min_position=0)
+                      committed_position=committed_position, min_position=0)
 
 
 def test_offset_and_time_ranges_prune_segments() -> None:
@@ -87,7 +87,7 @@ def test_offset_and_time_ranges_prune_segments() -> None:
                                                store_timestamp_end_ms=300),
                               max_partition_bytes=1000)
     assert [p.segment_start for p in by_time] == [1000]
-    readable = plan_partitions(fake_files([100, 200, 300], readable_end=1500), Selection(),
+    readable = plan_partitions(fake_files([100, 200, 300], committed_position=1500), Selection(),
                                max_partition_bytes=1000)
     assert [p.segment_start for p in readable] == [0, 1000]
 

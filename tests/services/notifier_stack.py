@@ -26,7 +26,7 @@ from mqstore.services.notifier.app import STATE
 from mqstore.storage import MessageStore, StoreConfig
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.follower import Follower
+from mqstore.storage.reads.store_view import StoreView
 from tests.storage.split_helpers import indexer_config, writer_config
 
 Client = TestClient[Any, Any]
@@ -36,12 +36,12 @@ Client = TestClient[Any, Any]
 class Stack:
     writer: MessageStore
     indexer: Indexer
-    follower: Follower
+    view: StoreView
     client: Client
     app: web.Application
 
 
-def follower_config(**overrides: Any) -> StoreConfig:
+def view_config(**overrides: Any) -> StoreConfig:
     return indexer_config(**overrides)
 
 
@@ -56,15 +56,15 @@ def settings(**overrides: Any) -> NotifierSettings:
 @contextlib.asynccontextmanager
 async def notifier_app(store_dir: Path, notifier_settings: NotifierSettings, *,
                        config: StoreConfig | None = None
-                       ) -> AsyncIterator[tuple[Client, web.Application, Follower]]:
-    follower = Follower.open(store_dir, config or follower_config())
+                       ) -> AsyncIterator[tuple[Client, web.Application, StoreView]]:
+    view = StoreView.open(store_dir, config or view_config())
     offsets = ConsumerOffsets(store_dir, lock_timeout_ms=notifier_settings.offsets_lock_timeout_ms)
-    app = create_app(follower, offsets, notifier_settings)
+    app = create_app(view, offsets, notifier_settings)
     try:
         async with TestClient(TestServer(app)) as client:
-            yield client, app, follower
+            yield client, app, view
     finally:
-        follower.close()
+        view.close()
 
 
 @contextlib.asynccontextmanager
@@ -82,9 +82,9 @@ async def stack(store_dir: Path, **overrides: Any) -> AsyncIterator[Stack]:
         await indexer_server.start_server()
         url = f"http://127.0.0.1:{indexer_server.port}"
         async with notifier_app(store_dir, settings(indexer_url=url, **overrides)) as (
-                client, app, follower):
+                client, app, view):
             await wait_connected(app)
-            yield Stack(writer, indexer, follower, client, app)
+            yield Stack(writer, indexer, view, client, app)
             hub.close()
     finally:
         await indexer_server.close()

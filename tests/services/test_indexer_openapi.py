@@ -25,7 +25,7 @@ def test_routes_and_answers_match_the_document(store_dir: Path) -> None:
     with MessageStore.open(store_dir, writer_config()) as writer, \
             Indexer.open(store_dir, indexer_config()) as indexer:
         assert writer.put(Message("T", 0, b"x")).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
         hub = NoticeHub(batch_latency_ms=1, subscriber_lines_max=10, snapshot=list)
         app = create_app(indexer, hub, IndexerSettings(notice_heartbeat_interval_ms=20))
         routed = {(route.method.lower(), route.resource.canonical)

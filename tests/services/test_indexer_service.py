@@ -38,7 +38,7 @@ def test_stream_starts_with_a_snapshot_then_advances(store_dir: Path) -> None:
         indexer = Indexer.open(store_dir, indexer_config(), listener=hub.threadsafe(loop))
         hub_box.append(indexer)
         try:
-            while indexer.reput_from < writer.max_position:
+            while indexer.dispatched_position < writer.committed_position:
                 await asyncio.sleep(0.01)
             app = create_app(indexer, hub, IndexerSettings(notice_heartbeat_interval_ms=50))
             async with TestClient(TestServer(app)) as client:

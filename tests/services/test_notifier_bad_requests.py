@@ -84,7 +84,7 @@ def quiet_store(store_dir: Path) -> Path:
             Indexer.open(store_dir, indexer_config()) as indexer:
         for n in range(5):
             assert writer.put(Message("Orders", 0, f"m{n}".encode(), keys=[f"k{n}"])).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
     return store_dir
 
 

@@ -19,8 +19,8 @@ from mqstore.services.notifier import create_app
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.follower import Follower
-from tests.services.notifier_stack import follower_config, notifier_app, settings
+from mqstore.storage.reads.store_view import StoreView
+from tests.services.notifier_stack import notifier_app, settings, view_config
 from tests.services.serving import app_on_thread, run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 
@@ -36,19 +36,19 @@ def _writing(store_dir: Path) -> Iterator[tuple[MessageStore, Indexer]]:
 
 @contextlib.contextmanager
 def _notifier_on_thread(store_dir: Path) -> Iterator[str]:
-    follower = Follower.open(store_dir, follower_config())
+    view = StoreView.open(store_dir, view_config())
     try:
         offsets = ConsumerOffsets(store_dir, lock_timeout_ms=5000)
-        with app_on_thread(create_app(follower, offsets, settings())) as url:
+        with app_on_thread(create_app(view, offsets, settings())) as url:
             yield url
     finally:
-        follower.close()
+        view.close()
 
 
 def _produce(writer: MessageStore, indexer: Indexer, count: int, *, first: int = 0) -> None:
     for n in range(first, first + count):
         assert writer.put(Message("Orders", n % 4, f"m{n}".encode(), tags="t")).ok
-    wait_dispatched(indexer, writer.max_position)
+    wait_dispatched(indexer, writer.committed_position)
 
 
 def _drain(consumer: Consumer, count: int) -> list[bytes]:
@@ -98,7 +98,7 @@ def test_an_async_consumer_long_polls_and_commits(store_dir: Path) -> None:
                 url = str(client.make_url("")).rstrip("/")
                 async with AsyncConsumer(url, "g", "Orders", tags=["t"]) as consumer:
                     got: list[bytes] = []
-                    while len(got) < 8:  # the follower may learn of them in steps
+                    while len(got) < 8:  # the view may learn of them in steps
                         got += [m.body for m in await consumer.poll(max_messages=100,
                                                                     wait_ms=2000)]
                     assert sorted(got) == sorted(f"m{n}".encode() for n in range(8))

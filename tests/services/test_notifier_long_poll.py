@@ -87,7 +87,7 @@ def test_without_a_stream_the_refresh_pass_wakes_held_pulls(store_dir: Path) -> 
                                                                     "wait_ms": "30000"}))
                 await wait_until(lambda: app[HELD].held_count == 1)
                 assert writer.put(Message("Late", 0, b"x")).ok
-                wait_dispatched(indexer, writer.max_position)
+                wait_dispatched(indexer, writer.committed_position)
                 answer = await (await asyncio.wait_for(pull, 10)).json()
                 assert answer["status"] == "FOUND"
                 assert await metric(client, "mqstore_pull_wakeups_total", cause="refresh") == 1
@@ -121,7 +121,7 @@ def test_the_stream_reconnects_and_takes_each_snapshot_as_the_truth(store_dir: P
             Indexer.open(store_dir, indexer_config()) as indexer:
         for body in (b"a", b"b", b"c"):
             assert writer.put(Message("S", 0, body)).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
 
     async def scenario() -> None:
         fake = _fake_indexer([
@@ -130,9 +130,9 @@ def test_the_stream_reconnects_and_takes_each_snapshot_as_the_truth(store_dir: P
              {"type": "heartbeat"}],
         ])
         async with _served(fake) as url, notifier_app(store_dir, settings(
-                indexer_url=url, refresh_interval_ms=3_600_000)) as (client, app, follower):
+                indexer_url=url, refresh_interval_ms=3_600_000)) as (client, app, view):
             await wait_until(lambda: len(fake[CONNECTIONS]) == 2 and
-                             follower.max_offset("S", 0) == 2)
+                             view.max_offset("S", 0) == 2)
             queues = await (await client.get("/v1/topics/S/queues")).json()
             assert queues["queues"] == [{"queue_id": 0, "min_offset": 0, "max_offset": 2}]
             assert app[STATE].stream is not None
@@ -140,7 +140,7 @@ def test_the_stream_reconnects_and_takes_each_snapshot_as_the_truth(store_dir: P
             assert await metric(client, "mqstore_notices_received_total",
                                 type="snapshot") == 2
             assert app[FEED].advanced({("S", 0): 3}) == 0  # nobody held; raises it again
-            assert follower.max_offset("S", 0) == 3
+            assert view.max_offset("S", 0) == 3
 
     run(scenario)
 

@@ -42,7 +42,7 @@ def test_offsets_survive_a_restart_and_a_poll_resumes_from_them(store_dir: Path)
             Indexer.open(store_dir, indexer_config()) as indexer:
         for n in range(6):
             assert writer.put(Message("Orders", n % 2, f"m{n}".encode())).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
 
     async def first_life() -> None:
         async with notifier_app(store_dir, settings()) as (client, _, _):

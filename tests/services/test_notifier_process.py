@@ -49,7 +49,7 @@ def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path, store_
     with MessageStore.open(store_dir, writer_config()) as writer, \
             Indexer.open(store_dir, indexer_config()) as indexer:
         assert writer.put(Message("Orders", 0, b"hello")).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
     process = subprocess.Popen([*MQSTORE, "notifier",
                                 "--config", str(_config(tmp_path, store_dir, event_loop))],
                                stderr=subprocess.PIPE)

@@ -10,7 +10,7 @@ import pytest
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
-from tests.services.notifier_stack import Client, follower_config, notifier_app, settings
+from tests.services.notifier_stack import Client, notifier_app, settings, view_config
 from tests.services.serving import run
 from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
 
@@ -28,7 +28,7 @@ def written(store_dir: Path) -> list[Any]:
             assert writer.put(Message("Orders", 1, f"p{n}".encode(), tags="a")).ok
         for n in range(2):
             assert writer.put(Message("Audit", 0, f"x{n}".encode())).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
         return list(writer.iter_messages())
 
 
@@ -190,7 +190,7 @@ def test_openapi_documents_every_route(store_dir: Path) -> None:
 def test_lookups_by_key_need_the_index(store_dir: Path, written: list[Any]) -> None:
     async def scenario() -> tuple[int, dict[str, Any]]:
         async with notifier_app(store_dir, settings(),
-                                config=follower_config(index_enabled=False)) as (client, _, _):
+                                config=view_config(index_enabled=False)) as (client, _, _):
             response = await client.get("/v1/topics/Orders/messages", params={"key": "k"})
             return response.status, await response.json()
 

@@ -19,7 +19,7 @@ def write(store_dir: Path, count: int) -> None:
             Indexer.open(store_dir, indexer_config()) as indexer:
         for _ in range(count):
             assert writer.put(Message("Far", 0, bytes(1000))).ok
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
 
 
 def test_a_far_behind_pull_is_told_to_use_a_follower(store_dir: Path) -> None:
@@ -44,6 +44,6 @@ def test_a_far_behind_pull_is_told_to_use_a_follower(store_dir: Path) -> None:
 
 
 def test_the_rule() -> None:
-    assert suggest_follower(None, log_end_position=10**9, behind_bytes_max=0) is False
-    assert suggest_follower(100, log_end_position=201, behind_bytes_max=100) is True
-    assert suggest_follower(100, log_end_position=200, behind_bytes_max=100) is False
+    assert suggest_follower(None, committed_position=10**9, behind_bytes_max=0) is False
+    assert suggest_follower(100, committed_position=201, behind_bytes_max=100) is True
+    assert suggest_follower(100, committed_position=200, behind_bytes_max=100) is False

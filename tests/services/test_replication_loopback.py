@@ -107,17 +107,17 @@ def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path,
 
     async def scenario() -> int:
         async with serving(master) as server, following(follower, server.port) as client:
-            await until(lambda: follower.wrote_position == master.wrote_position)
+            await until(lambda: follower.written_position == master.written_position)
             put_many(master, 300, start=400)  # live: frames as the appends come
-            await until(lambda: follower.wrote_position == master.wrote_position)
+            await until(lambda: follower.written_position == master.written_position)
             await until(lambda: bool(server.progress.followers()) and
                         server.progress.followers()[0].confirmed_position ==
-                        master.wrote_position)
+                        master.written_position)
             assert client.state.connected
             return client.state.connections_total
 
     assert run_on(event_loop, scenario) == 1
-    end = master.wrote_position
+    end = master.written_position
     master.close()
     follower.close()
     mine, theirs = segments(tmp_path / "m"), segments(tmp_path / "f")
@@ -138,11 +138,11 @@ def test_a_follower_knows_its_lag_from_frames_without_a_heartbeat(tmp_path: Path
                            housekeeping_interval_ms=120_000) as server, \
                 following(follower, server.port) as client:
             assert client.lag_bytes is None  # nothing received yet
-            await until(lambda: follower.wrote_position == master.wrote_position)
+            await until(lambda: follower.written_position == master.written_position)
             return client.state.master_position, client.lag_bytes
 
     master_position, lag_bytes = run(scenario)
-    assert (master_position, lag_bytes) == (master.wrote_position, 0)
+    assert (master_position, lag_bytes) == (master.written_position, 0)
     master.close()
     follower.close()
 
@@ -154,15 +154,15 @@ def test_a_lagging_follower_catches_up_from_its_end(tmp_path: Path) -> None:
     async def copy_once() -> None:
         follower = follower_store(tmp_path / "f")
         async with serving(master) as server, following(follower, server.port):
-            await until(lambda: follower.wrote_position == master.wrote_position)
+            await until(lambda: follower.written_position == master.written_position)
         follower.close()
 
     run(copy_once)
-    first_end = master.wrote_position
+    first_end = master.written_position
     put_many(master, 300, start=100)
     run(copy_once)
     with follower_store(tmp_path / "f") as follower:
-        assert follower.wrote_position == master.wrote_position > first_end
+        assert follower.written_position == master.written_position > first_end
         assert [m.body for m in follower.iter_messages()] == \
             [m.body for m in master.iter_messages()]
     master.close()
@@ -184,7 +184,7 @@ def test_sync_master_acknowledges_after_the_follower_and_times_out_without(
             async with following(follower, server.port):
                 await until(lambda: bool(server.progress.followers()))
                 statuses += [await put(b"a"), await put(b"b")]
-                assert follower.wrote_position == master.wrote_position
+                assert follower.written_position == master.written_position
             # The follower left: within the lag bound no more; nobody can confirm.
             await until(lambda: not server.progress.followers())
             statuses.append(await put(b"gone"))
@@ -270,7 +270,7 @@ def test_a_diverged_or_ahead_follower_is_refused(tmp_path: Path) -> None:
             writer.close()
             return received
 
-    assert run(lambda: report(master.wrote_position + 100)) == b""  # past the end: closed
+    assert run(lambda: report(master.written_position + 100)) == b""  # past the end: closed
     assert run(lambda: report(7)) == b""  # not a record boundary: diverged
     master.close()
 

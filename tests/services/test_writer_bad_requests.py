@@ -114,7 +114,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_bad_request_is_refused_with_a_reason_and_writes_nothing(store: MessageStore,
                                                                  case: Case) -> None:
-    before = (store.wrote_position, store.next_queue_offset("T", 0))
+    before = (store.written_position, store.next_queue_offset("T", 0))
 
     async def scenario() -> tuple[int, dict[str, dict[str, str]]]:
         async with writer_client(store, SETTINGS) as client:
@@ -124,7 +124,7 @@ def test_bad_request_is_refused_with_a_reason_and_writes_nothing(store: MessageS
     status, answer = run(scenario)
     assert (status, answer["error"]["status"]) == (case.status, case.error), answer
     assert case.reason in answer["error"]["reason"]
-    assert (store.wrote_position, store.next_queue_offset("T", 0)) == before
+    assert (store.written_position, store.next_queue_offset("T", 0)) == before
 
 
 def test_method_not_allowed_names_the_allowed_one(store: MessageStore) -> None:

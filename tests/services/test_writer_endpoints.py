@@ -125,7 +125,7 @@ def test_sync_flush_acknowledges_after_the_sync(store_dir: Path) -> None:
                 one = await client.post("/v1/topics/S/messages", json={"body": "x"})
                 many = await client.post("/v1/batch", data=BatchCodec.encode(
                     [WireMessage("S", b"y")] * 10), headers={"Content-Type": BATCH_MEDIA_TYPE})
-                assert store.flushed_position == store.wrote_position
+                assert store.flushed_position == store.written_position
                 return [one.status, many.status]
 
         assert run(scenario) == [200, 200]
@@ -143,8 +143,8 @@ def test_probes_metrics_and_document(store: MessageStore) -> None:
         assert 'mqstore_put_requests_total{code="200",endpoint="put_message"} 1.0' in text
         assert 'mqstore_put_requests_total{code="400",endpoint="put_message"} 1.0' in text
         assert 'mqstore_put_messages_total{status="PUT_OK"} 1.0' in text
-        assert f'mqstore_commitlog_position_bytes{{watermark="wrote"}} ' \
-               f'{float(store.wrote_position)}' in text
+        assert f'mqstore_commitlog_position_bytes{{watermark="written"}} ' \
+               f'{float(store.written_position)}' in text
         assert "mqstore_put_latency_seconds_bucket" in text
         assert "mqstore_flush_lag_bytes" in text
         assert "mqstore_pool_buffers_free" not in text  # no pool: the series is absent

@@ -48,7 +48,7 @@ def test_exhausted_pool_is_503_with_retry_after_and_writes_nothing(
                     response = await client.post("/v1/topics/P/messages", json=BODY)
                     if response.status != 200:
                         break
-                wrote = store.wrote_position
+                wrote = store.written_position
                 return (response.status, response.headers.get("Retry-After", ""),
                         await response.json(), wrote)
 
@@ -56,7 +56,7 @@ def test_exhausted_pool_is_503_with_retry_after_and_writes_nothing(
         assert (status, retry_after) == (503, "2")
         assert answer["error"]["status"] == "OS_PAGECACHE_BUSY"
         assert "transient store pool" in answer["error"]["reason"]
-        assert store.wrote_position == wrote
+        assert store.written_position == wrote
         stalled_commit.set()
 
 
@@ -166,12 +166,12 @@ def test_past_the_in_flight_limit_a_put_is_503_system_busy_and_stores_nothing(
         async def scenario() -> tuple[int, str, dict[str, dict[str, str]], int, int, str]:
             async with writer_client(store, settings) as client:
                 first = asyncio.ensure_future(client.post("/v1/topics/B/messages", json=BODY))
-                while store.wrote_position == 0:  # the first put is in and waits
+                while store.written_position == 0:  # the first put is in and waits
                     await asyncio.sleep(0.01)
-                wrote = store.wrote_position
+                wrote = store.written_position
                 second = await client.post("/v1/topics/B/messages", json=BODY)
                 answer = await second.json()
-                stored_meanwhile = store.wrote_position - wrote
+                stored_meanwhile = store.written_position - wrote
                 metrics = await (await client.get("/metrics")).text()
                 release.set()
                 return (second.status, second.headers.get("Retry-After", ""), answer,

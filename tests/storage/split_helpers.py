@@ -24,9 +24,10 @@ def indexer_config(**overrides: object) -> StoreConfig:
 
 def wait_dispatched(indexer: Indexer, position: int, timeout_s: float = 20.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while indexer.reput_from < position:
+    while indexer.dispatched_position < position:
         assert indexer.failure is None, indexer.failure
-        assert time.monotonic() < deadline, f"dispatch at {indexer.reput_from} < {position}"
+        assert time.monotonic() < deadline, \
+            f"dispatch at {indexer.dispatched_position} < {position}"
         time.sleep(0.005)
 
 

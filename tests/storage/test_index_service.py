@@ -305,7 +305,7 @@ def test_a_log_cut_below_the_index_end_is_indexed_again(store_dir: Path) -> None
         assert _wait(lambda: store.dispatch_behind_bytes == 0)
     lose_log_tail(store_dir, lost_from)
     with MessageStore.open(store_dir, config) as store:
-        recovered_end = store.max_position
+        recovered_end = store.committed_position
         assert recovered_end <= lost_from
         for n in range(100):
             assert store.put(Message("Keyed", n % 4, b"again %d" % n, keys=[f"again{n}"])).ok

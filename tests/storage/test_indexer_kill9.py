@@ -35,8 +35,8 @@ def test_indexer_survives_kill9_mid_dispatch(store_dir: Path) -> None:
                 writer.put(Message(f"T{n % 3}", (n + round_number) % 7,
                                    rng.randbytes(rng.randrange(1, 300))))
             _start_and_kill(store_dir, rng)
-            behind_at_kill.append(_dispatched_position(store_dir) < writer.max_position)
-        end = writer.max_position
+            behind_at_kill.append(_dispatched_position(store_dir) < writer.committed_position)
+        end = writer.committed_position
     assert (store_dir / "indexer.abort").exists()
     assert sum(behind_at_kill) >= KILLS // 2, behind_at_kill  # the kills did interrupt work
     with Indexer.open(store_dir, indexer_config()) as indexer:

@@ -121,7 +121,7 @@ def test_fillers_are_invisible_to_readers_and_accepted_by_scrub(store_dir: Path)
         results = [store.put(Message("T", 0, body, keys=(f"k{i}",)))
                    for i, body in enumerate(bodies)]
         assert all(result.ok for result in results)
-        assert store.wrote_position > results[-1].physical_offset + results[-1].size_bytes, \
+        assert store.written_position > results[-1].physical_offset + results[-1].size_bytes, \
             "the last sync padded after the last message"
     summaries, corruptions = verify_store(store_dir)
     assert not corruptions

@@ -42,12 +42,12 @@ def test_readers_never_see_uncommitted_bytes(store_dir: Path) -> None:
     with MessageStore.open(store_dir, _paused_pool_config()) as store:  # type: ignore[arg-type]
         result = store.put(Message("T", 0, b"pooled"))
         assert result.ok
-        assert store.wrote_position == result.size_bytes
-        assert store.max_position == 0
+        assert store.written_position == result.size_bytes
+        assert store.committed_position == 0
         assert list(store.iter_messages()) == []
         assert store.pool_free_count == store.config.pool_buffer_count - 1
         store._commit_service.commit_now()  # type: ignore[union-attr]
-        assert store.max_position == result.size_bytes
+        assert store.committed_position == result.size_bytes
         assert store.message_at(0).body == b"pooled"
     with MessageStore.open(store_dir, small_config()) as reopened:
         assert [m.body for m in reopened.iter_messages()] == [b"pooled"]
@@ -56,12 +56,12 @@ def test_readers_never_see_uncommitted_bytes(store_dir: Path) -> None:
 def test_buffer_returns_when_its_segment_is_fully_committed(store_dir: Path) -> None:
     config = small_config(pool_enabled=True, pool_buffer_count=2)
     with MessageStore.open(store_dir, config) as store:
-        while store.wrote_position < 3 * SMALL_SEGMENT_BYTES:
+        while store.written_position < 3 * SMALL_SEGMENT_BYTES:
             assert store.put(Message("T", 0, b"x" * 3000)).ok
         deadline = time.monotonic() + 5
-        while store.committed_position < store.wrote_position and time.monotonic() < deadline:
+        while store.committed_position < store.written_position and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert store.committed_position == store.wrote_position
+        assert store.committed_position == store.written_position
         assert store.pool_free_count == 1  # only the active segment holds one
 
 
@@ -115,14 +115,14 @@ def test_readable_end_stops_at_uncommitted_bytes_across_a_roll(
 
     monkeypatch.setattr(CommitLogSegment, "commit", stalled_commit)
     with MessageStore.open(store_dir, small_config(pool_enabled=True)) as store:
-        while store.segment_count < 2 or store.wrote_position < SMALL_SEGMENT_BYTES + 4000:
+        while store.segment_count < 2 or store.written_position < SMALL_SEGMENT_BYTES + 4000:
             assert store.put(Message("T", 0, b"x" * 3000)).ok
-        assert store.max_position == 0
+        assert store.committed_position == 0
         time.sleep(0.05)  # dispatch polls every millisecond meanwhile
         assert store.failure is None
         resumed.set()
         deadline = time.monotonic() + 5
-        while store.max_position < store.wrote_position and time.monotonic() < deadline:
+        while store.committed_position < store.written_position and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert store.max_position == store.wrote_position
+        assert store.committed_position == store.written_position
         assert store.failure is None

@@ -54,9 +54,9 @@ def _assert_recovers_to(store_dir: Path, results: list[PutResult], valid_count: 
     bodies = [m.body for m in store.iter_messages()]
     assert bodies == [bytes([i % 256]) * 700 for i in range(valid_count)]
     last = results[valid_count - 1]
-    assert store.wrote_position == last.physical_offset + last.size_bytes
+    assert store.written_position == last.physical_offset + last.size_bytes
     following = store.put(Message("R", valid_count % 3, b"after"))
-    assert following.physical_offset == store.wrote_position - following.size_bytes
+    assert following.physical_offset == store.written_position - following.size_bytes
     assert following.queue_offset == len([i for i in range(valid_count)
                                           if i % 3 == valid_count % 3])
     return store
@@ -123,7 +123,7 @@ def test_missing_or_corrupt_checkpoint_verifies_everything(store_dir: Path,
 def test_decision_table_covers_every_case(store_dir: Path) -> None:
     _fill(store_dir, 300)
     store = MessageStore.open(store_dir, small_config())
-    segments = store._queue.segments
+    segments = store._segment_list.segments
     newest_first_record = store.message_at(segments[-1].start_position)
     cases = itertools.product([False, True], [False, True], list(CheckpointState))
     for has_segments, abort_present, state in cases:

@@ -34,7 +34,7 @@ def fill(store: MessageStore, count: int, *, body_bytes: int = 700) -> None:
 
 def copy_all(master: MessageStore, follower: MessageStore, *, start: int | None = None) -> int:
     """Ship what the master has, as the server does: chunks from where the follower ends."""
-    position = master.replication.check_start(follower.wrote_position if start is None
+    position = master.replication.check_start(follower.written_position if start is None
                                               else start)
     frames = 0
     while True:
@@ -59,8 +59,8 @@ def test_follower_log_is_the_masters_byte_for_byte_and_dispatches(tmp_path: Path
         fill(master, 300)  # 300 × ~800 B: four 64 KiB segments, BLANK tails included
         assert master.segment_count >= 4
         assert copy_all(master, follower) > master.segment_count
-        assert follower.wrote_position == master.wrote_position
-        ends = [master.wrote_position]
+        assert follower.written_position == master.written_position
+        ends = [master.written_position]
         # The follower's own dispatch builds its consume queues from the copied log.
         deadline = time.monotonic() + 10
         while follower.max_offset("Repl", 2) < 100 and time.monotonic() < deadline:
@@ -76,7 +76,7 @@ def test_follower_log_is_the_masters_byte_for_byte_and_dispatches(tmp_path: Path
     assert written and all(master_files[name] == follower_files[name] for name in written)
     with MessageStore.open(tmp_path / "f", follower_config()) as reopened:
         assert reopened.recovery_report.truncated_bytes == 0
-        assert reopened.wrote_position == ends[0]
+        assert reopened.written_position == ends[0]
 
 
 def test_a_lagging_follower_resumes_where_its_log_ends(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_a_lagging_follower_resumes_where_its_log_ends(tmp_path: Path) -> None:
         fill(master, 150)
         with MessageStore.open(tmp_path / "f", follower_config()) as follower:
             copy_all(master, follower)
-            assert follower.wrote_position == master.wrote_position
+            assert follower.written_position == master.written_position
             assert [m.body for m in follower.iter_messages()] == \
                 [m.body for m in master.iter_messages()]
 
@@ -109,7 +109,7 @@ def test_gap_overlap_and_cut_records_are_refused_and_nothing_is_appended(
             follower.replication.append_raw(end, rest[:-1])
         with pytest.raises(ReplicationGapError, match="not whole records"):
             follower.replication.append_raw(end, rest[100:])
-        assert follower.wrote_position == end
+        assert follower.written_position == end
         assert follower.replication.append_raw(end, rest) == end + len(rest)
 
 
@@ -118,11 +118,11 @@ def test_read_log_cuts_at_record_boundaries_within_one_segment(tmp_path: Path) -
         fill(master, 200)
         sizes = {m.physical_offset: m.total_size for m in master.iter_messages()}
         position = 0
-        while position < master.wrote_position:
+        while position < master.written_position:
             chunk = master.replication.read_log(position, size_bytes_max=3000)
             assert chunk
             end = position + len(chunk)
-            assert end in sizes or end % SMALL_SEGMENT_BYTES == 0 or end == master.wrote_position
+            assert end in sizes or end % SMALL_SEGMENT_BYTES == 0 or end == master.written_position
             assert position // SMALL_SEGMENT_BYTES == (end - 1) // SMALL_SEGMENT_BYTES
             position = end
         assert master.replication.read_log(position, size_bytes_max=3000) == b""
@@ -140,10 +140,10 @@ def test_an_empty_follower_may_start_at_a_later_segment_and_keeps_it(tmp_path: P
             MessageStore.open(tmp_path / "f", follower_config()) as follower:
         fill(master, 200)
         copy_all(master, follower, start=2 * SMALL_SEGMENT_BYTES)
-        end = follower.wrote_position
+        end = follower.written_position
         assert follower.min_position == 2 * SMALL_SEGMENT_BYTES
     with MessageStore.open(tmp_path / "f", follower_config()) as reopened:
-        assert (reopened.min_position, reopened.wrote_position) == (2 * SMALL_SEGMENT_BYTES, end)
+        assert (reopened.min_position, reopened.written_position) == (2 * SMALL_SEGMENT_BYTES, end)
         assert reopened.flushed_position == end
 
 
@@ -152,7 +152,7 @@ def test_a_follower_refuses_puts_and_a_pooled_follower_is_refused(tmp_path: Path
         result = follower.put(Message("T", 0, b"x"))
         assert result.status is PutStatus.SERVICE_NOT_AVAILABLE
         assert "follower" in result.reason
-        assert follower.wrote_position == 0
+        assert follower.written_position == 0
     with pytest.raises(ConfigError, match="pool"):
         small_config(role=BrokerRole.FOLLOWER, pool_enabled=True)
     with pytest.raises(ConfigError, match="filler"):
@@ -194,7 +194,7 @@ def test_sync_master_times_out_then_confirms(tmp_path: Path) -> None:
         assert 0.25 < time.monotonic() - started < 3
         future = master.submit(Message("T", 0, b"on time"))
         assert not future.done()
-        end = master.wrote_position
+        end = master.written_position
         threading.Timer(0.05, progress.confirm, ("f1", end)).start()
         assert future.result(timeout=5).status is PutStatus.PUT_OK
         # Already covered: answered at once.
@@ -215,9 +215,9 @@ def test_sync_master_with_pool_commits_on_demand(tmp_path: Path, flush_mode: Flu
         progress.connect("f1", 0)
         future = master.submit(Message("T", 0, b"small"))
         if flush_mode is FlushMode.ASYNC:  # (the group commit commits on demand itself)
-            assert master.committed_position < master.wrote_position  # the service waits
+            assert master.committed_position < master.written_position  # the service waits
         chunk = master.replication.read_log(0, size_bytes_max=BATCH_BYTES_MAX)
-        assert len(chunk) == master.wrote_position == master.committed_position
+        assert len(chunk) == master.written_position == master.committed_position
         progress.confirm("f1", len(chunk))
         assert future.result(timeout=5).status is PutStatus.PUT_OK
         if flush_mode is FlushMode.SYNC:

@@ -19,7 +19,7 @@ A_DELETE_HOUR = datetime.datetime(2026, 11, 21, 4, 0)
 
 def _fill_segments(store: MessageStore, count: int) -> None:
     index = 0
-    while store.segment_count < count or store.wrote_position % SMALL_SEGMENT_BYTES < 4096:
+    while store.segment_count < count or store.written_position % SMALL_SEGMENT_BYTES < 4096:
         store.put(Message("R", index % 2, b"r" * 3000, keys=(f"k{index}",)))
         index += 1
     _wait_dispatched(store)

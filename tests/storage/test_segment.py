@@ -66,9 +66,9 @@ def test_truncate_zeroes_the_tail(tmp_path: Path) -> None:
     segment = _segment(tmp_path)
     segment.mapping[100:200] = b"x" * 100
     segment.mapping[SIZE - 10:SIZE] = b"y" * 10
-    segment.wrote_position = 200
+    segment.written_position = 200
     segment.truncate(150)
-    assert segment.wrote_position == segment.committed_position == 150
+    assert segment.written_position == segment.committed_position == 150
     assert segment.mapping[100:150] == b"x" * 50
     assert not any(segment.mapping[150:])
     segment.close()

@@ -35,7 +35,7 @@ def test_indexer_builds_exactly_the_queues_of_the_log(store_dir: Path) -> None:
     with MessageStore.open(store_dir, writer_config()) as writer, \
             Indexer.open(store_dir, indexer_config(), listener=notices.append) as indexer:
         _produce(writer, 1500, rng)  # several 64 KiB segments
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
         assert indexer.dispatch_behind_bytes == 0
         assert not (store_dir / "consumequeue").exists() or writer.max_offset("Orders", 0) == 0
     expected = log_records(store_dir)
@@ -51,7 +51,7 @@ def test_writer_reopen_continues_queue_offsets_from_the_indexer(store_dir: Path)
     with MessageStore.open(store_dir, writer_config()) as writer, \
             Indexer.open(store_dir, indexer_config()) as indexer:
         _produce(writer, 600, rng)
-        wait_dispatched(indexer, writer.max_position)
+        wait_dispatched(indexer, writer.committed_position)
     for _ in range(2):  # with the indexer's `dispatched` file, then after it
         with MessageStore.open(store_dir, writer_config()) as writer:
             _produce(writer, 300, rng)
@@ -78,16 +78,16 @@ def test_new_writer_generation_below_dispatch_cuts_the_queues(store_dir: Path) -
     with MessageStore.open(store_dir, writer_config()) as writer, \
             Indexer.open(store_dir, indexer_config()) as indexer:
         _produce(writer, 800, rng)
-        wait_dispatched(indexer, writer.max_position)
-        lost_from = writer.max_position - 20_000
+        wait_dispatched(indexer, writer.committed_position)
+        lost_from = writer.committed_position - 20_000
         generation = indexer.writer_generation
         writer.close()
         lose_log_tail(store_dir, lost_from)
         with MessageStore.open(store_dir, writer_config()) as second:
-            assert second.max_position < lost_from + 2000
-            recovered_end = second.max_position
+            assert second.committed_position < lost_from + 2000
+            recovered_end = second.committed_position
             _produce(second, 300, rng, key_prefix="second-")
-            wait_dispatched(indexer, second.max_position)
+            wait_dispatched(indexer, second.committed_position)
             assert indexer.writer_generation != generation
             # The rewritten records sit below where the index had got to: each must be
             # indexed again and found by its key.

@@ -22,7 +22,7 @@ def _config(**overrides: object) -> object:
 
 def _fill(store: MessageStore, segments: int) -> None:
     index = 0
-    while store.segment_count < segments or store.wrote_position % SMALL_SEGMENT_BYTES < 4096:
+    while store.segment_count < segments or store.written_position % SMALL_SEGMENT_BYTES < 4096:
         assert store.put(Message("S", index % 2, b"s" * 3000)).ok
         index += 1
 
@@ -49,7 +49,7 @@ def test_a_fresh_store_counts_nothing_but_its_first_segment(store_dir: Path) -> 
 def test_preallocations_and_syncs_follow_the_segments_written(store_dir: Path) -> None:
     with MessageStore.open(store_dir, _config()) as store:  # type: ignore[arg-type]
         _fill(store, 4)
-        _wait(lambda: store.flushed_position >= store.wrote_position - 4096)
+        _wait(lambda: store.flushed_position >= store.written_position - 4096)
         stats = store.stats
         assert stats.segments_preallocated_total >= store.segment_count
         assert stats.segments_preallocated_total <= (store.segment_count

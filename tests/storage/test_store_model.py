@@ -369,12 +369,12 @@ class StoreModel(RuleBasedStateMachine):
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         while True:
             assert store.failure is None, store.failure
-            if (store.committed_position == store.wrote_position
+            if (store.committed_position == store.written_position
                     and store.dispatch_behind_bytes == 0):
                 return
             assert time.monotonic() < deadline, (
-                f"not settled in {SETTLE_TIMEOUT_S} s: wrote {store.wrote_position}, "
-                f"committed {store.committed_position}, readable {store.max_position}, "
+                f"not settled in {SETTLE_TIMEOUT_S} s: wrote {store.written_position}, "
+                f"committed {store.committed_position}, "
                 f"dispatch behind {store.dispatch_behind_bytes} bytes")
             time.sleep(0.001)
 
@@ -472,7 +472,7 @@ class StoreModel(RuleBasedStateMachine):
             else (RecoveryMode.NORMAL,)
         assert report.mode in modes, report
         assert report.truncated_bytes == 0, report
-        assert self.opened.wrote_position == self.model.cursor
+        assert self.opened.written_position == self.model.cursor
 
     @rule(tail=st.lists(messages(), max_size=5), flush=st.sampled_from(FlushMode),
           pool=st.booleans())
@@ -484,7 +484,7 @@ class StoreModel(RuleBasedStateMachine):
                 self.directory, target := self._new_directory(),
                 lambda: (crashed.committed_position, crashed.dispatch_behind_bytes),
                 last_acts=lambda: [self.put(message) for message in tail])
-        if committed < crashed.wrote_position:
+        if committed < crashed.written_position:
             event("crash: pool bytes not committed at the kill")
         if behind:
             event("crash: dispatch behind at the kill")
@@ -510,8 +510,8 @@ class StoreModel(RuleBasedStateMachine):
             allowed = {self.model.cursor}
             if self.model.records:  # the BLANK of the roll before a lost record may be there
                 allowed.add(next_segment_start(self.model.cursor))
-        assert store.wrote_position in allowed, (store.wrote_position, allowed, report)
-        self.model.cursor = store.wrote_position
+        assert store.written_position in allowed, (store.written_position, allowed, report)
+        self.model.cursor = store.written_position
 
     # -- after every step ------------------------------------------------------------------
     @invariant()
@@ -520,7 +520,7 @@ class StoreModel(RuleBasedStateMachine):
             return
         self._settle()
         store = self.store
-        assert store.wrote_position == self.model.cursor
+        assert store.written_position == self.model.cursor
         if store.segment_count > 3:
             event("more than 3 segments")
         assert_same_records([observed(m) for m in store.iter_messages()], self.model.records,

@@ -59,7 +59,7 @@ def test_no_record_straddles_and_every_full_segment_ends_with_blank(
         end = start + result.size_bytes
         assert start // SMALL_SEGMENT_BYTES == (end - 1) // SMALL_SEGMENT_BYTES
     full = [path for path in _segments(store_dir)
-            if int(path.name) + SMALL_SEGMENT_BYTES <= store.wrote_position]
+            if int(path.name) + SMALL_SEGMENT_BYTES <= store.written_position]
     assert len(full) >= 3
     ends = sorted(r.physical_offset + r.size_bytes for r in results)
     for path in full:
@@ -100,7 +100,7 @@ def test_batch_is_one_contiguous_write_with_consecutive_offsets(store: MessageSt
 
 
 def test_batch_that_does_not_fit_rolls_whole(store: MessageStore) -> None:
-    while store.wrote_position < SMALL_SEGMENT_BYTES - 9000:
+    while store.written_position < SMALL_SEGMENT_BYTES - 9000:
         assert store.put(Message("Q", 0, b"x" * 4000)).ok
     results = store.put_batch([Message("Q", 0, b"y" * 1000) for _ in range(10)])
     assert all(r.ok for r in results)
@@ -122,14 +122,14 @@ def test_illegal_messages_are_refused_with_a_reason(store: MessageStore, message
     result = store.put(message)
     assert result.status is PutStatus.MESSAGE_ILLEGAL
     assert words in result.reason
-    assert store.wrote_position == 0
+    assert store.written_position == 0
 
 
 def test_one_illegal_message_refuses_the_whole_batch(store: MessageStore) -> None:
     results = store.put_batch([Message("T", 0, b"ok"), Message("T T", 0, b"bad")])
     assert {r.status for r in results} == {PutStatus.MESSAGE_ILLEGAL}
     assert "message 1 of the batch" in results[0].reason
-    assert store.wrote_position == 0
+    assert store.written_position == 0
 
 
 def test_closed_store_refuses_puts(store_dir: Path) -> None:

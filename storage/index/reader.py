@@ -1,4 +1,4 @@
-"""`FollowerIndex`: the `index/` files another process (the indexer) writes, read-only here.
+"""`IndexReader`: the `index/` files another process (the indexer) writes, read-only here.
 
 Each file (layout in index_file.py) is opened `O_RDONLY` and mapped `ACCESS_READ` once.
 Every query lists the directory (a handful of names) to pick up new files and drop the ones
@@ -22,7 +22,7 @@ from ..format.index_file_names import parse_index_file_name
 from .index_service import search_files
 
 
-class FollowerIndex:
+class IndexReader:
     def __init__(self, directory: Path, *, hash_slot_count: int, index_count_max: int,
                  query_results_max: int) -> None:
         self.directory = directory

@@ -1,4 +1,4 @@
-"""`FollowerQueue`: one consume queue another process (the indexer) writes, read-only here.
+"""`QueueView`: one consume queue another process (the indexer) writes, read-only here.
 
 It is a `ConsumeQueue`, so `reads.get` and `reads.offset_by_time` serve it unchanged, but
 its files are mapped `ACCESS_READ` and its readable end is only ever what someone vouched for:
@@ -13,7 +13,7 @@ its files are mapped `ACCESS_READ` and its readable end is only ever what someon
   queue is ever in the middle of a write: the indexer writes them in order, one at a time).
 
 Files (`consumequeue/<topic>/<queue id>/<20-digit start position>`, see
-consume_queue_file.py) appear at full size and are filled in place; the follower opens the
+consume_queue_file.py) appear at full size and are filled in place; the view opens the
 next one by name when the vouched end reaches it, and drops leading ones the indexer's
 retention deleted (`forget_deleted`).  Invariant, as in `ConsumeQueue`: the files are
 contiguous, every file but the last is fully readable, and the last holds the readable end.
@@ -43,23 +43,23 @@ RecordMatches = Callable[[int, int, int], bool]
 """(physical offset, size, queue offset) → the commit log holds that record there."""
 
 
-class FollowerQueue(ConsumeQueue):
+class QueueView(ConsumeQueue):
     """Use `vouch`, `lower`, `settle_min`, `forget_deleted`, `dispatched_offset`; the
     writing methods of `ConsumeQueue` refuse."""
 
-    # -- what a follower must never do ------------------------------------------------------
+    # -- what a queue view must never do ------------------------------------------------------
     def load(self) -> None:
-        raise TypeError("a follower queue never recovers (recovery cuts and deletes files)")
+        raise TypeError("a queue view never recovers (recovery cuts and deletes files)")
 
     def put(self, *, physical_offset: int, size_bytes: int, tags_code: int,
             queue_offset: int) -> bool:
-        raise TypeError("a follower queue is read-only")
+        raise TypeError("a queue view is read-only")
 
     def truncate_to_physical(self, physical_end: int) -> int:
-        raise TypeError("a follower queue is read-only")
+        raise TypeError("a queue view is read-only")
 
     def delete_before_physical(self, physical_min: int) -> int:
-        raise TypeError("a follower queue is read-only (see forget_deleted)")
+        raise TypeError("a queue view is read-only (see forget_deleted)")
 
     # -- the readable end ----------------------------------------------------------------------
     def vouch(self, max_offset: int) -> bool:
@@ -106,7 +106,7 @@ class FollowerQueue(ConsumeQueue):
         if not self.files:
             return
         first = self.files[0]
-        low, high = 0, first.wrote_position // ENTRY_SIZE_BYTES  # fillers and gone: a prefix
+        low, high = 0, first.written_position // ENTRY_SIZE_BYTES  # fillers and gone: a prefix
         while low < high:
             middle = (low + high) // 2
             physical_offset, size, _ = first.entry(middle * ENTRY_SIZE_BYTES)

@@ -1,15 +1,15 @@
-"""`Follower`: a read-only view of a store directory that other processes write.
+"""`StoreView`: a read-only view of a store directory that other processes write.
 
     <directory>/positions        the writer's watermarks: committed end, log start (read)
     <directory>/dispatched       how far the indexer's consume queues are written (read)
-    <directory>/commitlog/       segments, mapped read-only (follower_log.py)
-    <directory>/consumequeue/    consume queues, mapped read-only (follower_queue.py)
-    <directory>/index/           index files, mapped read-only (follower_index.py)
+    <directory>/commitlog/       segments, mapped read-only (log_view.py)
+    <directory>/consumequeue/    consume queues, mapped read-only (queues/queue_view.py)
+    <directory>/index/           index files, mapped read-only (index/reader.py)
 
 The pull-notifier serves consumers through this.  It takes no lock and writes nothing, so
-any number of followers (notifier replicas) can read one directory beside the writer and the
+any number of views (notifier replicas) can read one directory beside the writer and the
 indexer.  Reads answer as `MessageStore`'s do (same `reads.py` code, same statuses and
-next-offset rules); what differs is how the follower learns what is readable:
+next-offset rules); what differs is how the view learns what is readable:
 
 | source                              | call                 | moves                          |
 |-------------------------------------|----------------------|--------------------------------|
@@ -22,7 +22,7 @@ next-offset rules); what differs is how the follower learns what is readable:
 A consume queue entry is read only below a max offset one of these vouched for, and a record
 only below the committed end the writer published.  When a new writer generation recovered the
 log to an end below what was readable (a machine crash lost committed bytes), the indexer cuts
-its queues back; the follower forgets every queue and relearns them from notices, and from
+its queues back; the view forgets every queue and relearns them from notices, and from
 `dispatched` once the indexer has followed the new generation.
 
 Not thread-safe: one thread (the notifier's event loop) makes every call.
@@ -41,13 +41,13 @@ from ..errors import StoreError, StoreFormatError
 from ..files.watermarks import DispatchedFile, PositionsFile, WatermarkFile
 from ..format import record
 from ..format.message import StoredMessage
-from ..index.follower_index import FollowerIndex
+from ..index.reader import IndexReader
 from ..log.publisher import POSITIONS_FILE
 from ..queues.consume_queues import CONSUME_QUEUE_DIRECTORY
-from ..queues.follower_queue import FollowerQueue, RecordMatches
+from ..queues.queue_view import QueueView, RecordMatches
 from ..recovery.startup import COMMITLOG_DIRECTORY, DISPATCHED_FILE, INDEX_DIRECTORY
 from . import reads
-from .follower_log import FollowerLog
+from .log_view import LogView
 from .reads import GetResult, NoRecordError
 
 log = logging.getLogger(__name__)
@@ -63,20 +63,20 @@ class QueueInfo(NamedTuple):
     """Exclusive: the next offset to be written."""
 
 
-class Follower:
-    """Use `Follower.open(directory, config)`; `close()` when done."""
+class StoreView:
+    """Use `StoreView.open(directory, config)`; `close()` when done."""
 
     def __init__(self, directory: Path, config: StoreConfig) -> None:
         self.directory = directory
         self.config = config
-        self.log = FollowerLog(directory / COMMITLOG_DIRECTORY,
+        self.log = LogView(directory / COMMITLOG_DIRECTORY,
                                segment_size_bytes=config.segment_size_bytes)
-        self.index = (FollowerIndex(directory / INDEX_DIRECTORY,
+        self.index = (IndexReader(directory / INDEX_DIRECTORY,
                                     hash_slot_count=config.index_hash_slot_count,
                                     index_count_max=config.index_count_max,
                                     query_results_max=config.index_query_results_max)
                       if config.index_enabled else None)
-        self._queues: dict[QueueKey, FollowerQueue] = {}
+        self._queues: dict[QueueKey, QueueView] = {}
         self._topics: dict[str, list[int]] = {}
         self._watermarks: dict[str, WatermarkFile] = {}
         self.writer_generation: int | None = None
@@ -88,15 +88,15 @@ class Follower:
         """Why `positions` or `dispatched` could not be read at the last attempt, or None."""
 
     @classmethod
-    def open(cls, directory: str | Path, config: StoreConfig | None = None) -> Follower:
-        """A follower of `directory` (which may not hold anything yet), refreshed once."""
-        follower = cls(Path(directory), config or StoreConfig())
+    def open(cls, directory: str | Path, config: StoreConfig | None = None) -> StoreView:
+        """A view of `directory` (which may not hold anything yet), refreshed once."""
+        view = cls(Path(directory), config or StoreConfig())
         try:
-            follower.refresh()
+            view.refresh()
         except BaseException:
-            follower.close()
+            view.close()
             raise
-        return follower
+        return view
 
     # -- learning what is readable -----------------------------------------------------------
     def advance(self, notices: Mapping[QueueKey, int]) -> dict[QueueKey, int]:
@@ -153,7 +153,7 @@ class Follower:
         if not vouch_from_dispatched:
             return {}
         advanced: dict[QueueKey, int] = {}
-        bound = min(self.dispatched_position, self.log.readable_end)
+        bound = min(self.dispatched_position, self.log.committed_position)
         for key, queue in list(self._queues.items()):
             offset = queue.dispatched_offset(bound, record_matches=self._matcher(key[1]))
             if queue.vouch(offset):
@@ -189,10 +189,10 @@ class Follower:
     def message_at(self, physical_offset: int) -> StoredMessage:
         """The record at `physical_offset`, below the committed end; `NoRecordError` if
         there is none (gone, not yet committed, or not a record's start)."""
-        if physical_offset >= self.log.readable_end:
+        if physical_offset >= self.log.committed_position:
             self._read_positions()  # a message just written: the end may have moved
         return reads.message_at(self.log.find, physical_offset,
-                                log_range=(self.log.min_position, self.log.readable_end))
+                                log_range=(self.log.min_position, self.log.committed_position))
 
     def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
                      max_messages: int = 32) -> list[StoredMessage]:
@@ -210,7 +210,7 @@ class Follower:
         """Every message from `start_position` to the committed end, in physical order."""
         self._read_positions()
         start = self.log.min_position if start_position is None else start_position
-        return reads.iter_messages(self.log.find, start, self.log.readable_end)
+        return reads.iter_messages(self.log.find, start, self.log.committed_position)
 
     def queues(self) -> list[QueueInfo]:
         """Every known queue with its offsets, by topic then queue id."""
@@ -225,11 +225,11 @@ class Follower:
         return list(self._topics.get(topic, ()))
 
     # -- internals -----------------------------------------------------------------------------
-    def _queue(self, topic: str, queue_id: int) -> FollowerQueue:
+    def _queue(self, topic: str, queue_id: int) -> QueueView:
         queue = self._queues.get((topic, queue_id))
         if queue is None:
             directory = self.directory / CONSUME_QUEUE_DIRECTORY / topic / str(queue_id)
-            queue = FollowerQueue(directory, topic=topic, queue_id=queue_id,
+            queue = QueueView(directory, topic=topic, queue_id=queue_id,
                                   file_size_bytes=self.config.consume_queue_file_size_bytes)
             self._queues[topic, queue_id] = queue
             self._topics[topic] = sorted([*self._topics.get(topic, ()), queue_id])
@@ -278,16 +278,16 @@ class Follower:
         generation = published["generation"]
         recovered_end = published["recovered_end_position"]
         if (self.writer_generation is not None and generation != self.writer_generation
-                and recovered_end < self.log.readable_end):
+                and recovered_end < self.log.committed_position):
             log.warning("writer generation %d recovered the log to %d, below %d read here: "
                         "forgetting every consume queue until the indexer has cut them",
-                        generation, recovered_end, self.log.readable_end)
+                        generation, recovered_end, self.log.committed_position)
             self.log.cut_to(recovered_end)
             self._close_queues()
             self._cut_generation = generation
         self.writer_generation = generation
         self.log.update(min_position=published["min_position"],
-                        readable_end=published["committed_position"])
+                        committed_position=published["committed_position"])
 
     def _read_watermark(self, kind: type[WatermarkFile], name: str) -> dict[str, int] | None:
         try:
@@ -320,7 +320,7 @@ class Follower:
             watermark.close()
         self._watermarks.clear()
 
-    def __enter__(self) -> Follower:
+    def __enter__(self) -> StoreView:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,

@@ -1,11 +1,11 @@
-"""`FollowerLog`: the commit log of a directory another process writes, mapped read-only.
+"""`LogView`: the commit log of a directory another process writes, mapped read-only.
 
-A follower (the pull-notifier) reads records the writer appended, never writes, and never
+A view (the pull-notifier) reads records the writer appended, never writes, and never
 takes the writer's lock.  Each segment it touches is opened `O_RDONLY` and mapped
 `ACCESS_READ` as a `CommitLogSegment`, so `reads.py` serves it exactly as it serves the
 writer's own segments, with the same reference counting:
 
-* `readable_end` is the writer's published committed position (`positions`): records below
+* `committed_position` is the writer's published committed position (`positions`): records below
   it are whole.  A segment's `read_position` is raised to it as it moves, never past it.
 * Retention deletes segment files; `forget_before(min_position)` drops the mappings below
   the log's new start.  A segment a reader still holds stays mapped until it is released
@@ -25,39 +25,39 @@ from ..files.mapped_file import offset_file_name
 from ..files.segment import CommitLogSegment
 
 
-class FollowerLog:
+class LogView:
     """Read-only segments by start position; one thread (the caller's) uses it."""
 
     def __init__(self, directory: Path, *, segment_size_bytes: int) -> None:
         self.directory = directory
         self.segment_size_bytes = segment_size_bytes
         self.min_position = 0
-        self.readable_end = 0
+        self.committed_position = 0
         """Exclusive end of what the writer published as committed."""
         self._segments: dict[int, CommitLogSegment] = {}
 
-    def update(self, *, min_position: int, readable_end: int) -> None:
+    def update(self, *, min_position: int, committed_position: int) -> None:
         """Take the writer's latest published start and committed end.  The end may move
         back only after a writer's recovery cut the log (`cut_to`); here it only grows."""
         assert min_position >= 0
-        self.readable_end = max(self.readable_end, readable_end)
+        self.committed_position = max(self.committed_position, committed_position)
         if min_position > self.min_position:
             self.min_position = min_position
             self.forget_before(min_position)
 
     def cut_to(self, end_position: int) -> None:
         """A new writer recovered the log to `end_position`, below what was readable."""
-        assert end_position <= self.readable_end
-        self.readable_end = end_position
+        assert end_position <= self.committed_position
+        self.committed_position = end_position
         for start, segment in self._segments.items():
             readable = min(self.segment_size_bytes, max(0, end_position - start))
-            if readable < segment.wrote_position:
+            if readable < segment.written_position:
                 segment.set_positions(readable)
 
     def find(self, position: int) -> CommitLogSegment | None:
-        """The segment holding `position` with its readable part raised to `readable_end`,
-        or None if `position` is outside [min_position, readable_end) or its file is gone."""
-        if not self.min_position <= position < self.readable_end:
+        """The segment holding `position` with its readable part raised to `committed_position`,
+        or None if `position` is outside [min_position, committed_position) or its file is gone."""
+        if not self.min_position <= position < self.committed_position:
             return None
         start = position - position % self.segment_size_bytes
         segment = self._segments.get(start)
@@ -65,8 +65,8 @@ class FollowerLog:
             segment = self._map(start)
             if segment is None:
                 return None
-        readable = min(self.segment_size_bytes, self.readable_end - start)
-        if readable > segment.wrote_position:
+        readable = min(self.segment_size_bytes, self.committed_position - start)
+        if readable > segment.written_position:
             segment.set_positions(readable)
         return segment
 
@@ -80,7 +80,7 @@ class FollowerLog:
             size_bytes = os.fstat(fd).st_size
             if size_bytes != self.segment_size_bytes:
                 raise StoreFormatError(f"{path}: {size_bytes} bytes, but segment_size_bytes is "
-                                       f"{self.segment_size_bytes}; the follower must use the "
+                                       f"{self.segment_size_bytes}; the view must use the "
                                        f"writer's settings")
             mapping = mmap.mmap(fd, size_bytes, access=mmap.ACCESS_READ)
         except BaseException:

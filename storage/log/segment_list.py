@@ -2,7 +2,7 @@
 
 RocketMQ `MappedFileQueue`.  Absolute positions (bytes from the start of the log):
 
-    min_position <= flushed_where <= committed_where <= wrote_position
+    min_position <= flushed_position <= committed_position <= written_position
 
 `commit` and `flush` walk forward from where they stopped, one segment at a time, so a
 record that rolled into a new segment is covered too.  Each is serialised by its own lock
@@ -21,15 +21,16 @@ from ..files.segment import CREATING_SUFFIX, CommitLogSegment, parse_segment_nam
 ReturnBuffer = Callable[[mmap.mmap], None]
 
 
-class SegmentQueue:
+class SegmentList:
     def __init__(self, directory: Path, *, segment_size_bytes: int, pooled: bool) -> None:
         self.directory = directory
         self.pooled = pooled
         """With the pool on, readers (and flush) see only what `commit` copied."""
         self.segment_size_bytes = segment_size_bytes
         self.segments: list[CommitLogSegment] = []
-        self.committed_where = 0
-        self.flushed_where = 0
+        self._commit_cursor = 0
+        """Where the next `commit` starts (pool on): the committed end as of its last pass."""
+        self.flushed_position = 0
         self.last_store_timestamp_ms = 0
         """Store time of the newest appended record (written by the put path)."""
         self.committed_store_timestamp_ms = 0
@@ -63,25 +64,29 @@ class SegmentQueue:
         return self.segments[0].start_position if self.segments else 0
 
     @property
-    def wrote_position(self) -> int:
+    def written_position(self) -> int:
         last = self.last
-        return last.start_position + last.wrote_position if last else 0
+        return last.start_position + last.written_position if last else 0
 
     @property
-    def max_position(self) -> int:
-        """Exclusive end of what readers may see (committed with the pool on).
+    def committed_position(self) -> int:
+        """Exclusive end of what readers may see: every written byte with the pool off; with
+        the pool on, what `commit` copied into the files so far.
 
         Pool on, a full segment can still hold uncommitted bytes after the next one started
         (its file is zeros there), so the end is in the first segment, from the commit
-        pointer on, that is not readable to its end; pool off, every segment before the last
+        cursor on, that is not readable to its end; pool off, every segment before the last
         is full and written."""
         segments = self.segments
         if not segments:
             return 0
         if self.pooled:
-            for segment in segments[self._index_of(self.committed_where):]:
+            index = self._index_of(self._commit_cursor)
+            while index < len(segments):
+                segment = segments[index]
                 if segment.read_position < segment.size_bytes:
                     return segment.start_position + segment.read_position
+                index += 1
         last = segments[-1]
         return last.start_position + last.read_position
 
@@ -114,8 +119,8 @@ class SegmentQueue:
         if last is None:
             # A follower's empty log may start past 0 (the master's retention moved its start):
             # commit and flush walk from here.
-            assert self.committed_where <= segment.start_position
-            self.committed_where = self.flushed_where = segment.start_position
+            assert self._commit_cursor <= segment.start_position
+            self._commit_cursor = self.flushed_position = segment.start_position
         self.segments.append(segment)
 
     # -- commit and flush ----------------------------------------------------------------
@@ -125,17 +130,17 @@ class SegmentQueue:
             store_timestamp_ms = self.last_store_timestamp_ms
             moved_any = False
             while True:
-                segment = self.find(self.committed_where) if self.segments else None
+                segment = self.find(self._commit_cursor) if self.segments else None
                 if segment is None:
                     break
                 moved, finished_buffer = segment.commit(pages_min=pages_min)
                 if finished_buffer is not None:
                     return_buffer(finished_buffer)
                 moved_any |= moved
-                self.committed_where = segment.start_position + segment.committed_position
+                self._commit_cursor = segment.start_position + segment.committed_position
                 if segment.committed_position < segment.size_bytes:
                     break
-            if moved_any or self.committed_where == self.wrote_position:
+            if moved_any or self._commit_cursor == self.written_position:
                 self.committed_store_timestamp_ms = store_timestamp_ms
             return moved_any
 
@@ -152,7 +157,7 @@ class SegmentQueue:
                 end_position, store_timestamp_ms = group_end
             moved_any = False
             while True:
-                segment = self.find(self.flushed_where) if self.segments else None
+                segment = self.find(self.flushed_position) if self.segments else None
                 if segment is None:
                     break
                 moved = segment.flush(
@@ -161,7 +166,7 @@ class SegmentQueue:
                 if moved:
                     self.syncs_total += 1
                 moved_any |= moved
-                self.flushed_where = segment.start_position + segment.flushed_position
+                self.flushed_position = segment.start_position + segment.flushed_position
                 if segment.flushed_position < segment.size_bytes:
                     break
             if moved_any:
@@ -180,7 +185,7 @@ class SegmentQueue:
                 deleted.append(segment.path)
             elif position < segment.end_position:
                 segment.truncate(position - segment.start_position)
-        self.committed_where = self.flushed_where = position
+        self._commit_cursor = self.flushed_position = position
         return deleted
 
     def delete_oldest(self, *, count_max: int,
