@@ -52,6 +52,7 @@ from pathlib import Path
 from sync_limits import measure_limits, prezero
 
 from mqstore.storage import FlushMode, MessageStore, StoreConfig
+from mqstore.storage.race import RaceStore
 
 PAYLOAD_MIN_BYTES = 100
 PAYLOAD_MAX_BYTES = 17 * 1024
@@ -190,12 +191,13 @@ def run_case(directory: Path, arguments: argparse.Namespace, *, cache: bool, ali
         group_commit_align_bytes=align, read_cache_enabled=cache,
         read_cache_capacity_bytes=arguments.cache_mib << 20)
     load = Workload(arguments, seed)
-    store = MessageStore.open(directory / "store", config)
+    store = RaceStore.open(directory / "store", config)
     try:
         store.append("Warmup", 0, b"untimed: waits for the first segment's preallocation")
         phases: dict[str, object] = {}
         for name in ("write", "read"):
-            syncs, flushed = store.group_commit_stats.syncs_total, store.flushed_position
+            syncs = store.store.group_commit_stats.syncs_total
+            flushed = store.store.flushed_position
             if name == "write":
                 seconds, payload, messages = write_phase(store, load, arguments.write_mib << 20,
                                                          seed)
@@ -205,11 +207,11 @@ def run_case(directory: Path, arguments: argparse.Namespace, *, cache: bool, ali
                 phase = read_phase(store, load, arguments, seed + 10_000)
             if load.failure is not None:
                 raise AssertionError(load.failure)
-            phase["syncs"] = store.group_commit_stats.syncs_total - syncs
-            phase["log_bytes"] = store.flushed_position - flushed
+            phase["syncs"] = store.store.group_commit_stats.syncs_total - syncs
+            phase["log_bytes"] = store.store.flushed_position - flushed
             phases[name] = phase
-        stats = store.group_commit_stats
-        cache_stats = store.race.cache.stats() if store.race.cache is not None else None
+        stats = store.store.group_commit_stats
+        cache_stats = store.cache.stats() if store.cache is not None else None
     finally:
         store.close()
         shutil.rmtree(directory / "store")

@@ -34,12 +34,11 @@ from pyspark.sql import functions as F
 
 from mqstore.storage.files.index_file import IndexFile
 from mqstore.storage.format import record
-from mqstore.storage.format.index_file_names import index_file_name, index_file_name_after
 from mqstore.storage.format.java_hash import java_string_hash
 from mqstore.storage.format.properties import PROPERTY_UNIQUE_KEY
+from mqstore.storage.format.volume import INDEX_DIRECTORY, index_file_name, index_file_name_after
 from mqstore.storage.index.index_service import index_key
 from mqstore.storage.queues.consume_queues import ConsumeQueues
-from mqstore.storage.recovery.startup import INDEX_DIRECTORY
 
 from .job_export import store_frame
 

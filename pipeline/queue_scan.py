@@ -24,10 +24,9 @@ import numpy.typing as npt
 
 from mqstore.storage.errors import StoreFormatError
 from mqstore.storage.files.consume_queue_file import ENTRY_DTYPE, ENTRY_SIZE_BYTES, FILLER_SIZE
-from mqstore.storage.files.mapped_file import parse_offset_file_name
 from mqstore.storage.format import record
 from mqstore.storage.format.padding import PADDING_TOPIC
-from mqstore.storage.queues.consume_queues import CONSUME_QUEUE_DIRECTORY
+from mqstore.storage.format.volume import CONSUME_QUEUE_DIRECTORY, parse_offset_file_name
 
 from .store_files import segment_path
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mqstore.storage import ConfigError, StoreConfig
-from mqstore.storage.queues.consume_queues import CONSUME_QUEUE_DIRECTORY
+from mqstore.storage.format.volume import CONSUME_QUEUE_DIRECTORY
 from mqstore.storage.recovery.scrub import segment_paths
 
 OPTION_PREFIX = "store."

@@ -20,10 +20,9 @@ import os
 from pathlib import Path
 
 from mqstore.storage.errors import StoreFormatError
-from mqstore.storage.files.segment import parse_segment_name
 from mqstore.storage.files.watermarks import PositionsFile
 from mqstore.storage.format import record
-from mqstore.storage.log.publisher import POSITIONS_FILE
+from mqstore.storage.format.volume import POSITIONS_FILE, parse_offset_file_name
 from mqstore.storage.recovery.scrub import segment_paths
 
 from .options import POSITION_MAX
@@ -60,7 +59,7 @@ def load_store_files(directory: str | Path) -> StoreFiles:
         raise StoreFormatError(f"{paths[0]}: an empty segment file")
     infos = []
     for path in paths:
-        start = parse_segment_name(path.name)
+        start = parse_offset_file_name(path.name)
         assert start is not None
         infos.append(SegmentInfo(start, _first_store_timestamp_ms(path)))
     committed_position, min_position = _published_positions(root)

@@ -12,7 +12,8 @@ import time
 
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.storage import ConfigError, StoreError
-from mqstore.storage.files.segment import CommitLogSegment, segment_name
+from mqstore.storage.files.segment import CommitLogSegment
+from mqstore.storage.format.volume import offset_file_name
 
 SEGMENT_NAME_LENGTH = 20
 """Segment files are named by their start position in 20 decimal digits."""
@@ -39,7 +40,7 @@ def preallocate_first_segment(config: ServiceConfig) -> str:
                                           size_bytes=store.segment_size_bytes, method=method,
                                           warmup=store.segment_warmup_enabled)
     except OSError as error:
-        raise StoreError(f"creating {commitlog / segment_name(0)}: {error}") from None
+        raise StoreError(f"creating {commitlog / offset_file_name(0)}: {error}") from None
     segment.close()
     return (f"{segment.path}: {store.segment_size_bytes} bytes prepared ({method.value}) in "
             f"{time.perf_counter() - started:.2f} s")

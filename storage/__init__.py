@@ -24,7 +24,7 @@ from .format.message import Message, PutResult, PutStatus, StoredMessage
 from .format.record import SysFlag
 from .format.topic import validate_topic
 from .race.read_cache import ReadCacheStats
-from .reads.reads import GetResult, GetStatus, NoRecordError
+from .reads.get import GetResult, GetStatus, NoRecordError
 from .recovery.recovery import RecoveryMode, RecoveryReport
 from .roles import BrokerRole
 from .stats import StoreStats

@@ -44,13 +44,14 @@ busy while the loop serves HTTP, bounded so a slow follower costs ~1 MiB of memo
 
 
 class ReplicationServer:
-    def __init__(self, store: MessageStore, settings: ReplicationSettings) -> None:
-        assert store.config.role.is_master
-        progress = store.replication.progress
-        assert progress is not None
-        self.store = store
+    """Made before the store, whose `on_readable` is this server's `notify`; `start(store)`
+    then listens (a wakeup before that finds no loop and does nothing)."""
+
+    store: MessageStore
+    progress: ReplicaProgress
+
+    def __init__(self, settings: ReplicationSettings) -> None:
         self.settings = settings
-        self.progress: ReplicaProgress = progress
         self.sessions: set[FollowerSession] = set()
         self.bytes_sent_total = 0
         self._server: asyncio.Server | None = None
@@ -60,8 +61,13 @@ class ReplicationServer:
         self.port = 0
         """The bound port, once started (`settings.port` may be 0: any)."""
 
-    async def start(self) -> int:
-        """Listen; return the bound port."""
+    async def start(self, store: MessageStore) -> int:
+        """Serve `store`'s log to followers; return the bound port."""
+        assert store.config.role.is_master
+        progress = store.replication.progress
+        assert progress is not None
+        self.store = store
+        self.progress = progress
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         try:
@@ -70,7 +76,6 @@ class ReplicationServer:
         except OSError as error:
             raise ConfigError(f"replication: cannot listen on {self.settings.host}:"
                               f"{self.settings.port}: {error.strerror}") from None
-        self.store.replication.add_readable_listener(self.notify)
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("replication listening", extra={"host": self.settings.host, "port": self.port,
                                                  "role": self.store.config.role.value})

@@ -14,7 +14,7 @@ Master → follower, frames:
     offset  size  field
     0       8     position   int64: where `data` goes in the log
     8       4     size       int32: bytes of data; 0 = heartbeat (position: the master's next)
-    12      size  data       whole records, as stored (storage/replication/replica_chunks.py)
+    12      size  data       whole records, as stored (storage/format/record_chunks.py)
 
 A frame never crosses a segment boundary; its size is at most the larger of the master's
 `batch_bytes_max` and one record (or a segment's BLANK tail), so never over a segment.

@@ -88,12 +88,14 @@ def writer_store_config(store: StoreConfig) -> StoreConfig:
 async def _serve(config: ServiceConfig) -> int:
     config = resolve_role(config, hostname=socket.gethostname())
     settings = config.writer
-    store = MessageStore.open(config.data_dir, writer_store_config(config.store))
+    server = (ReplicationServer(config.replication) if config.store.role.is_master
+              else None)
+    store = MessageStore.open(config.data_dir, writer_store_config(config.store),
+                              on_readable=server.notify if server is not None else None)
     try:
-        server = client = None
-        if store.config.role.is_master:
-            server = ReplicationServer(store, config.replication)
-            await server.start()
+        client = None
+        if server is not None:
+            await server.start(store)
         else:
             client = ReplicationClient(store, config.replication)
             client.start()

@@ -36,7 +36,7 @@ from ..format.properties import (
     PROPERTY_UNIQUE_KEY,
     decode_properties,
 )
-from ..log.commitlog_reader import CommitLogReader
+from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 

@@ -1,24 +1,33 @@
-"""`Indexer`: dispatch (reput) in its own process, reading a directory another process writes.
+"""`Indexer`: the indexer role, one class for both deployments.
 
-    <directory>/positions          the writer's published watermarks (read here)
-    <directory>/dispatched         what this indexer has synced (written here; the writer
-                                   takes queue offsets from the consume queues below it)
-    <directory>/indexer.lock       one indexer per directory
-    <directory>/indexer.abort      present while open (unclean if found at open)
-    <directory>/indexer-checkpoint consume queue and index times (RocketMQ checkpoint layout)
-    <directory>/consumequeue/, index/   built here, from the commit log up to `committed`
+It builds the consume queues and the index from the commit log (dispatch), syncs them and
+records how far in a checkpoint, follows the log's start as retention moves it, and cuts
+back when the log was cut.  What differs between the deployments is only where it learns
+about the log (a `LogSource`) and which files it keeps beside the queues:
 
-Open: lock → load consume queues and index → cut a torn last entry of any queue (a kill -9
-can land inside the 20-byte copy) → resume where the queues and the index end.
+| | embedded (`MessageStore`) | its own process (`Indexer.open`, `mqstore indexer`) |
+|---|---|---|
+| log source | the store's segment list | the writer's `positions` (`PublishedLog`) |
+| the log's start moves | retention calls `follow_log_start` | seen in `positions` |
+| the log was cut | recovery's end, at open (`cut_back`) | a new writer generation's end |
+| checkpoint | the store's `checkpoint` | `indexer-checkpoint` |
+| lock, abort marker | the store's `lock`, `abort` | `indexer.lock`, `indexer.abort` |
+| `dispatched` | published when positions are | always published |
 
-Run: the dispatch thread polls `positions` before every pass and dispatches up to the
-published committed position, which never covers a partly copied record.  A new writer
-generation whose recovery ended below what was dispatched (only a machine crash loses
-committed bytes) cuts the consume queues back to that end and re-dispatches from it.  The
-writer's retention moves `min_position`; the queues and the index drop what lies below it.
+Lifecycle: construct (loads the queues and the index; after an abnormal exit, index files
+newer than the checkpoint's index time are dropped) → `cut_back` (embedded: to recovery's
+end) → `resume` → `start` (catches up, then runs the dispatch and queue-sync threads) →
+`stop` (dispatch catches up, a thorough sync) → `close`.
 
-Crash-only: anything unexpected (a record that fails to decode below `committed`) stops the
-indexer; the next start recovers from the files, and re-dispatching is idempotent.
+The resume rule (`resume`): a kill -9 may have torn the last entry of a queue, so each
+queue's last entry is checked against the log first (`torn_tail.py`).  Dispatch then resumes
+at the end of the newest record any queue holds, lowered to where the index ends (it may
+have lost files), raised to the log's start, and lowered to `floor_position` when given (the
+embedded store's recovery window after an abnormal exit).  Re-dispatching is idempotent:
+the queues and the index skip what they hold.
+
+Crash-only: a record that fails to decode below the committed position stops the indexer
+(`failure`); the next open recovers from the files.
 """
 
 from __future__ import annotations
@@ -29,149 +38,202 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
 from ..config import StoreConfig
-from ..errors import StoreFormatError
 from ..files.checkpoint import Checkpoint
 from ..files.lockfile import AbortMarker, StoreLock
-from ..files.watermarks import DispatchedFile, PositionsFile
+from ..files.watermarks import DispatchedFile
+from ..format import volume
 from ..index.index_service import IndexService
-from ..log.commitlog_reader import CommitLogReader
-from ..log.publisher import POSITIONS_FILE
+from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
-from ..recovery.startup import COMMITLOG_DIRECTORY, DISPATCHED_FILE, INDEX_DIRECTORY
-from ..service_thread import ServiceThread
+from ..service_thread import FatalHandler, ServiceThread
 from .dispatcher import Dispatcher, DispatchService, Listener
-from .indexer_repair import cut_torn_queue_tails
+from .log_source import LogSource
+from .published_log import PublishedLog
+from .torn_tail import cut_torn_queue_tails
 
 log = logging.getLogger(__name__)
 
 
 class Indexer:
-    """Use `Indexer.open(directory, config, listener=...)`; `close()` when done."""
+    """See the module docstring.  `Indexer.open` runs one in its own process; the embedded
+    store constructs one with its own log source and checkpoint."""
 
-    def __init__(self, directory: Path, config: StoreConfig, *,
-                 listener: Listener | None) -> None:
+    def __init__(self, directory: Path, config: StoreConfig, *, source: LogSource,
+                 checkpoint: Checkpoint, abnormal: bool, publish_dispatched: bool,
+                 writer_generation: int | None = None) -> None:
         self.directory = directory
         self.config = config
+        self._source = source
+        self._checkpoint = checkpoint
         self.failure: str | None = None
-        directory.mkdir(parents=True, exist_ok=True)  # it may start before the writer
-        self._lock = StoreLock(directory / "indexer.lock")
-        self._lock.acquire()
+        self._on_fatal_outer: FatalHandler | None = None
         self._closers: list[Callable[[], None]] = []
+        self._services: list[ServiceThread] = []
+        self.reader = CommitLogReader(directory / volume.COMMITLOG_DIRECTORY,
+                                      segment_size_bytes=config.segment_size_bytes)
+        self._closers.append(self.reader.close)
         try:
-            self._open(listener)
+            self.queues = ConsumeQueues(directory,
+                                        file_size_bytes=config.consume_queue_file_size_bytes)
+            self._closers.append(self.queues.close)
+            self.queues.load()
+            self.index = self._load_index(abnormal=abnormal)
+            self._dispatched = (DispatchedFile(directory / volume.DISPATCHED_FILE,
+                                               writable=True) if publish_dispatched else None)
+            previous = self._dispatched.read() if self._dispatched is not None else None
         except BaseException:
             self._close_files()
             raise
-
-    def _open(self, listener: Listener | None) -> None:
-        directory, config = self.directory, self.config
-        (directory / COMMITLOG_DIRECTORY).mkdir(parents=True, exist_ok=True)
-        self._abort = AbortMarker(directory / "indexer.abort")
-        self._checkpoint = Checkpoint(directory / "indexer-checkpoint")
-        self._closers.append(self._checkpoint.close)
-        self.queues = ConsumeQueues(directory,
-                                    file_size_bytes=config.consume_queue_file_size_bytes)
-        self._closers.append(self.queues.close)
-        self.queues.load()
-        self.index: IndexService | None = None
-        if config.index_enabled:
-            self.index = IndexService(directory=directory / INDEX_DIRECTORY,
-                                      hash_slot_count=config.index_hash_slot_count,
-                                      index_count_max=config.index_count_max,
-                                      query_results_max=config.index_query_results_max)
-            self._closers.append(self.index.close)
-            self.index.load(abnormal=self._abort.present,
-                            index_timestamp_ms=self._checkpoint.values.index_msg_timestamp_ms)
-        self.reader = CommitLogReader(directory / COMMITLOG_DIRECTORY,
-                                      segment_size_bytes=config.segment_size_bytes)
-        self._closers.append(self.reader.close)
-        cut = cut_torn_queue_tails(self.queues, self.reader)
-        if cut:
-            log.warning("cut a torn last entry in %d consume queues", cut)
-        dispatched_position = self.queues.max_physical_end
-        if self.index is not None:
-            dispatched_position = min(dispatched_position, self.index.end_physical_offset)
-        self.dispatcher = Dispatcher(self.reader, self.queues, index=self.index,
-                                     dispatched_position=dispatched_position,
-                                     records_per_pass_max=config.dispatch_records_per_pass_max)
-        self._dispatched = DispatchedFile(directory / DISPATCHED_FILE, writable=True)
-        self._closers.append(self._dispatched.close)
-        previous = self._dispatched.read()
-        self.writer_generation = previous[1]["writer_generation"] if previous else 0
-        self.synced_position = (min(previous[1]["synced_position"], dispatched_position)
-                                if previous else 0)
-        self._positions: PositionsFile | None = None
-        self.positions_problem: str | None = None
-        """Why the writer's `positions` cannot be read (dispatch waits meanwhile), or None."""
-        self.published: dict[str, int] | None = None
+        if self._dispatched is not None:
+            self._closers.append(self._dispatched.close)
+        self._previous_synced = previous[1]["synced_position"] if previous else 0
+        self.writer_generation = (writer_generation if writer_generation is not None
+                                  else previous[1]["writer_generation"] if previous else 0)
+        """The writer generation whose log the queues follow (published in `dispatched`)."""
+        self.synced_position = 0
+        """Every record below it has its queue entries synced (published in `dispatched`)."""
         self.min_position = 0
-        self._dispatch = DispatchService(self.dispatcher, config,
-                                         committed_position=self._committed_position,
-                                         min_position=lambda: self.min_position,
-                                         listener=listener, on_fatal=self._on_fatal)
-        self._sync = _SyncService(self)
-        self._abort.create()
-        self._dispatch.start()
-        self._sync.start()
+        """The log's start as last seen: the queues and the index hold nothing below it."""
+        self.dispatcher = Dispatcher(self.reader, self.queues, index=self.index,
+                                     dispatched_position=0,
+                                     records_per_pass_max=config.dispatch_records_per_pass_max)
+        self._dispatch: DispatchService | None = None
+        self._own: _OwnFiles | None = None
+        """`Indexer.open`'s: the process's abort marker and what closes with it."""
 
+    def _load_index(self, *, abnormal: bool) -> IndexService | None:
+        config = self.config
+        if not config.index_enabled:
+            return None
+        index = IndexService(directory=self.directory / volume.INDEX_DIRECTORY,
+                             hash_slot_count=config.index_hash_slot_count,
+                             index_count_max=config.index_count_max,
+                             query_results_max=config.index_query_results_max)
+        self._closers.append(index.close)
+        dropped = index.load(abnormal=abnormal,
+                             index_timestamp_ms=self._checkpoint.values.index_msg_timestamp_ms)
+        if dropped:
+            log.warning("dropped %d index files newer than the checkpoint; re-dispatching",
+                        len(dropped))
+        return index
+
+    # -- open ----------------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: str | Path, config: StoreConfig | None = None, *,
              listener: Listener | None = None) -> Indexer:
-        return cls(Path(directory), config or StoreConfig(), listener=listener)
-
-    # -- the writer's positions (dispatch thread) -----------------------------------------
-    def _committed_position(self) -> int:
-        published = self._poll_positions()
-        if published is None:
-            return self.dispatcher.dispatched_position  # no writer yet: nothing to read
-        if published["generation"] != self.writer_generation:
-            self._on_new_generation(published)
-        if published["min_position"] > self.min_position:
-            self._on_min_position(published["min_position"])
-        return max(published["committed_position"], self.dispatcher.dispatched_position)
-
-    def _poll_positions(self) -> dict[str, int] | None:
+        """The indexer in a process of its own, beside a writer that publishes `positions`
+        (it may start before the writer): its own lock, abort marker and checkpoint."""
+        directory = Path(directory)
+        (directory / volume.COMMITLOG_DIRECTORY).mkdir(parents=True, exist_ok=True)
+        lock = StoreLock(directory / volume.INDEXER_LOCK_FILE)
+        lock.acquire()
+        closers: list[Callable[[], None]] = [lock.release]
         try:
-            if self._positions is None:
-                self._positions = PositionsFile(self.directory / POSITIONS_FILE,
-                                                writable=False)
-            found = self._positions.read()
-        except FileNotFoundError:
-            return None  # no writer has opened the directory yet
-        except StoreFormatError as error:
-            if self.positions_problem is None:
-                log.error("cannot read the writer's positions; dispatch waits: %s", error)
-            self.positions_problem = str(error)
-            return None
-        self.positions_problem = None
-        self.published = found[1] if found is not None else None
-        return self.published
+            abort = AbortMarker(directory / volume.INDEXER_ABORT_FILE)
+            checkpoint = Checkpoint(directory / volume.INDEXER_CHECKPOINT_FILE)
+            closers.append(checkpoint.close)
+            source = PublishedLog(directory)
+            closers.append(source.close)
+            indexer = cls(directory, config or StoreConfig(), source=source,
+                          checkpoint=checkpoint, abnormal=abort.present, publish_dispatched=True)
+        except BaseException:
+            for close in reversed(closers):
+                close()
+            raise
+        indexer._own = _OwnFiles(abort=abort, closers=closers)
+        indexer.resume()
+        abort.create()
+        indexer.start(listener=listener, on_fatal=None, catch_up=False)
+        return indexer
 
-    def _on_new_generation(self, published: dict[str, int]) -> None:
-        end = published["recovered_end_position"]
-        if self.index is not None and self.index.cut_back(end):
-            log.warning("writer generation %d recovered the log to %d: deleted index files "
-                        "past it", published["generation"], end)
-        if self.dispatcher.dispatched_position > end:
-            removed = self.queues.truncate_to_physical(end)
-            log.warning("writer generation %d recovered the log to %d, below dispatch at %d: "
-                        "cut %d consume queue entries, re-dispatching", published["generation"],
-                        end, self.dispatcher.dispatched_position, removed)
-            self.dispatcher.dispatched_position = end
-            self.synced_position = min(self.synced_position, end)
-        self.writer_generation = published["generation"]
+    def cut_back(self, end_position: int) -> None:
+        """The commit log now ends at `end_position` (recovery cut it): drop queue entries and
+        index files past it, and dispatch again from there what is written anew."""
+        if self.index is not None and self.index.cut_back(end_position):
+            log.warning("deleted index files past the log's end %d", end_position)
+        removed = self.queues.truncate_to_physical(end_position)
+        if removed:
+            log.warning("cut %d consume queue entries past the log's end %d", removed,
+                        end_position)
+        self.dispatcher.dispatched_position = min(self.dispatcher.dispatched_position,
+                                                  end_position)
+        self.synced_position = min(self.synced_position, end_position)
 
-    def _on_min_position(self, minimum: int) -> None:
-        self.min_position = minimum
-        self.queues.delete_before_physical(minimum)
+    def resume(self, *, floor_position: int | None = None) -> int:
+        """Decide where dispatch resumes (the module docstring's rule); returns it."""
+        cut = cut_torn_queue_tails(self.queues, self.reader)
+        if cut:
+            log.warning("cut a torn last entry in %d consume queues", cut)
+        bounds = self._source.bounds()
+        self.min_position = bounds.min_position if bounds is not None else 0
+        position = max(self.queues.max_physical_end, self.min_position)
         if self.index is not None:
-            self.index.delete_before(minimum)
-        self.reader.forget_before(minimum)
+            position = min(position, max(self.index.end_physical_offset, self.min_position))
+        if floor_position is not None:
+            position = max(min(position, floor_position), self.min_position)
+        self.dispatcher.dispatched_position = position
+        self.synced_position = min(self._previous_synced, position)
+        return position
 
-    # -- syncing and publishing `dispatched` (sync thread) ---------------------------------
+    def start(self, *, listener: Listener | None, on_fatal: FatalHandler | None,
+              catch_up: bool) -> None:
+        """Start dispatching (after catching up, if asked: RocketMQ's start() waits for
+        reput, so reads after open see every recovered message) and syncing."""
+        assert self._dispatch is None, "started twice"
+        self._on_fatal_outer = on_fatal
+        self._dispatch = DispatchService(self.dispatcher, self.config,
+                                         committed_position=self._committed_position,
+                                         min_position=lambda: self.min_position,
+                                         listener=listener, on_fatal=self._on_fatal)
+        if catch_up:
+            self._dispatch.catch_up()
+        self._services = [self._dispatch, QueueSyncService(self)]
+        for service in self._services:
+            service.start()
+
+    # -- the log (dispatch thread) -----------------------------------------------------------
+    def _committed_position(self) -> int:
+        """Read the source before a pass; act on a new writer generation or a new start."""
+        bounds = self._source.bounds()
+        if bounds is None:
+            return self.dispatcher.dispatched_position  # no writer yet: nothing to read
+        if bounds.generation is not None and bounds.generation != self.writer_generation:
+            if self.dispatcher.dispatched_position > bounds.recovered_end_position:
+                log.warning("writer generation %d recovered the log to %d, below dispatch "
+                            "at %d: re-dispatching from there", bounds.generation,
+                            bounds.recovered_end_position, self.dispatcher.dispatched_position)
+            self.cut_back(bounds.recovered_end_position)
+            self.writer_generation = bounds.generation
+        if bounds.min_position > self.min_position:
+            self.follow_log_start(bounds.min_position)
+        return bounds.committed_position
+
+    def follow_generation(self, generation: int) -> None:
+        """The embedded store's writer generation (its positions publisher's), published in
+        `dispatched` so read-only views know the queues follow that writer's log."""
+        self.writer_generation = generation
+
+    def follow_log_start(self, min_position: int) -> None:
+        """Retention moved the log's start: drop what the queues and the index hold below it
+        (RocketMQ `CleanConsumeQueueService`)."""
+        self.min_position = max(self.min_position, min_position)
+        self.queues.delete_before_physical(self.min_position)
+        if self.index is not None:
+            self.index.delete_before(self.min_position)
+        self.reader.forget_before(self.min_position)
+
+    def wake_dispatch(self) -> None:
+        if self._dispatch is not None:
+            self._dispatch.wakeup()
+
+    # -- syncing (queue-sync thread) ------------------------------------------------------------
     def sync(self, *, thorough: bool) -> None:
+        """Sync the queue files with enough dirty pages (every file when `thorough`, and the
+        index, then the checkpoint's queue and index times); publish `dispatched`.  What is
+        recorded was captured before the sync, so it never claims more than is on disk."""
         position = self.dispatcher.dispatched_position
         covered_ms = self.dispatcher.last_store_timestamp_ms
         self.queues.flush(pages_min=0 if thorough else self.config.queue_flush_pages_min)
@@ -181,47 +243,72 @@ class Indexer:
             if covered_ms:
                 self._checkpoint.values.logics_msg_timestamp_ms = covered_ms
                 self._checkpoint.values.index_msg_timestamp_ms = covered_ms
-                self._checkpoint.write()
+            self._checkpoint.write()
             self.synced_position = position
-        self._dispatched.publish(synced_position=self.synced_position,
-                                 dispatched_position=self.dispatcher.dispatched_position,
-                                 writer_generation=self.writer_generation,
-                                 published_ms=time.time_ns() // 1_000_000,
-                                 indexer_pid=os.getpid())
+        if self._dispatched is not None:
+            self._dispatched.publish(synced_position=self.synced_position,
+                                     dispatched_position=self.dispatcher.dispatched_position,
+                                     writer_generation=self.writer_generation,
+                                     published_ms=time.time_ns() // 1_000_000,
+                                     indexer_pid=os.getpid())
 
-    # -- state -------------------------------------------------------------------------
+    # -- state ---------------------------------------------------------------------------------
     @property
     def dispatched_position(self) -> int:
         return self.dispatcher.dispatched_position
 
     @property
     def dispatch_behind_bytes(self) -> int:
-        published = self.published
-        if published is None:
+        """Committed log bytes not yet in the consume queues and the index."""
+        bounds = self._source.bounds()
+        if bounds is None:
             return 0
-        return max(0, published["committed_position"] - self.dispatcher.dispatched_position)
+        return max(0, bounds.committed_position - self.dispatcher.dispatched_position)
+
+    @property
+    def stalled_reason(self) -> str | None:
+        """Why dispatch is waiting (a full disk), or None."""
+        return self._dispatch.stalled_reason if self._dispatch is not None else None
 
     def _on_fatal(self, service: str, error: BaseException) -> None:
         self.failure = f"{service} failed: {error!r}"
         log.error("indexer stopped: %s", self.failure)
+        if self._on_fatal_outer is not None:
+            self._on_fatal_outer(service, error)
+
+    @property
+    def published(self) -> dict[str, int] | None:
+        """The writer's last published positions (an indexer process's), or None."""
+        return self._source.published if isinstance(self._source, PublishedLog) else None
+
+    @property
+    def positions_problem(self) -> str | None:
+        """Why the writer's `positions` cannot be read (dispatch waits meanwhile), or None."""
+        return self._source.problem if isinstance(self._source, PublishedLog) else None
+
+    # -- stop -----------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Dispatch what is committed, then a thorough sync (and a last `dispatched`)."""
+        services, self._services = self._services, []
+        for service in services:
+            service.stop()
 
     def close(self) -> None:
-        """Dispatch what is readable, sync, publish, and remove the abort marker if clean."""
-        for service in (self._dispatch, self._sync):
-            service.stop()
-        clean = self.failure is None
+        """Stop, close the files; an indexer process also removes its abort marker if it
+        stopped cleanly, and releases its lock."""
+        self.stop()
         self._close_files()
-        if clean:
-            self._abort.remove()
+        own, self._own = self._own, None
+        if own is not None:
+            if self.failure is None:
+                own.abort.remove()
+            for close in reversed(own.closers):
+                close()
 
     def _close_files(self) -> None:
         for close in reversed(self._closers):
             close()
         self._closers.clear()
-        if self._positions is not None:
-            self._positions.close()
-            self._positions = None
-        self._lock.release()
 
     def __enter__(self) -> Indexer:
         return self
@@ -231,11 +318,16 @@ class Indexer:
         self.close()
 
 
-class _SyncService(ServiceThread):
-    """Flushes consume queues every `queue_flush_interval_ms` (thoroughly every
-    `queue_flush_thorough_interval_ms`) and publishes `dispatched` after each pass."""
+class _OwnFiles(NamedTuple):
+    abort: AbortMarker
+    closers: list[Callable[[], None]]
 
-    name = "indexer-sync"
+
+class QueueSyncService(ServiceThread):
+    """RocketMQ `FlushConsumeQueueService`: `Indexer.sync` every `queue_flush_interval_ms`,
+    thoroughly every `queue_flush_thorough_interval_ms`, and thoroughly when stopping."""
+
+    name = "queue-sync"
 
     def __init__(self, indexer: Indexer) -> None:
         super().__init__(on_fatal=indexer._on_fatal)
@@ -246,8 +338,8 @@ class _SyncService(ServiceThread):
         config = self._indexer.config
         self.wait_for_running(config.queue_flush_interval_ms)
         now_s = time.monotonic()
-        elapsed_ms = (now_s - self._last_thorough_s) * 1000
-        thorough = elapsed_ms >= config.queue_flush_thorough_interval_ms
+        thorough = (now_s - self._last_thorough_s) * 1000 >= \
+            config.queue_flush_thorough_interval_ms
         self._indexer.sync(thorough=thorough)
         if thorough:
             self._last_thorough_s = now_s

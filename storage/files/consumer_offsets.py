@@ -38,11 +38,10 @@ from pathlib import Path
 
 from ..errors import StoreError, StoreFormatError
 from ..format.topic import LEGAL_TOPIC_CHARACTERS, validate_topic
+from ..format.volume import CREATING_SUFFIX, OFFSETS_DIRECTORY
 from .io import fsync_directory
 
-OFFSETS_DIRECTORY = Path("config") / "consumer-offsets"
 FORMAT_VERSION = 1
-CREATING_SUFFIX = ".creating"
 GROUP_NAME_BYTES_MAX = 240
 """ext4's NAME_MAX is 255 bytes; `<group>.json.creating` adds 14."""
 TOPIC_NAME_BYTES_MAX = 255

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import IndexFileCreateError, IndexFileFormatError
 from ..format.java_hash import java_string_hash
+from ..format.volume import CREATING_SUFFIX
 from .io import fsync_directory, map_existing
 
 # The field tables are in the `IndexFile` docstring.
@@ -32,7 +33,6 @@ INVALID_INDEX = 0
 """Entry number 0 is never written: a slot or a `previous_index` of 0 ends a chain."""
 INT32_MAX = (1 << 31) - 1
 INT32_MIN = -(1 << 31)
-CREATING_SUFFIX = ".creating"
 """A file being prepared; renamed to its 17-digit name once it has its size and header."""
 
 

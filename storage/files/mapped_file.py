@@ -30,24 +30,9 @@ from typing import Self
 
 from ..config import PAGE_SIZE_BYTES, PreallocateMethod
 from ..errors import StoreFormatError
+from ..format.volume import CREATING_SUFFIX, offset_file_name, parse_offset_file_name
 from .io import fsync_directory, map_existing
 from .preallocate import prepare_file, prepare_mapping, zero_fill
-
-FILE_NAME_DIGITS = 20
-CREATING_SUFFIX = ".creating"
-"""A file being prepared; renamed to its 20-digit name once it has its full size."""
-
-
-def offset_file_name(start_position: int) -> str:
-    assert start_position >= 0
-    return f"{start_position:0{FILE_NAME_DIGITS}d}"
-
-
-def parse_offset_file_name(name: str) -> int | None:
-    """The start position a file name encodes, or None if it is not such a name."""
-    if len(name) != FILE_NAME_DIGITS or not name.isdigit() or not name.isascii():
-        return None
-    return int(name)
 
 
 class MappedFile:

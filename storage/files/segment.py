@@ -18,20 +18,7 @@ import mmap
 import os
 from pathlib import Path
 
-from .mapped_file import (
-    CREATING_SUFFIX,
-    MappedFile,
-    able_to_sync,
-    last_nonzero_end,
-    offset_file_name,
-    parse_offset_file_name,
-)
-
-__all__ = ["CREATING_SUFFIX", "CommitLogSegment", "last_nonzero_end", "parse_segment_name",
-           "segment_name"]
-
-segment_name = offset_file_name
-parse_segment_name = parse_offset_file_name
+from .mapped_file import MappedFile, able_to_sync
 
 
 class CommitLogSegment(MappedFile):

@@ -24,9 +24,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, StoreClosedError
-from ..files.index_file import CREATING_SUFFIX, INT32_MAX, IndexFile, index_file_size_bytes
+from ..files.index_file import INT32_MAX, IndexFile, index_file_size_bytes
 from ..files.io import fsync_directory
-from ..format.index_file_names import index_file_name, index_file_name_after, parse_index_file_name
+from ..format.volume import (
+    CREATING_SUFFIX,
+    index_file_name,
+    index_file_name_after,
+    parse_index_file_name,
+)
 
 INDEX_KEY_SEPARATOR = "#"
 """RocketMQ `buildKey`: topic + "#" + key."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import IndexFileFormatError
 from ..files.index_file import IndexFile, index_file_size_bytes
-from ..format.index_file_names import parse_index_file_name
+from ..format.volume import parse_index_file_name
 from .index_service import search_files
 
 

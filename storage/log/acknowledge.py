@@ -17,14 +17,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ..config import StoreConfig
 from ..format.message import PutResult, PutStatus
-from ..replication.replica_sync import Outcome, ReplicaAcknowledger
 from .flush import GroupCommitService
 
 T = TypeVar("T")
+Outcome = tuple[PutStatus, str] | None
+"""Of a replica wait: None when replicated; else the status and reason the results get."""
+
+
+class ReplicaAcknowledger(Protocol):
+    """The replication half (a sync master's `replica_sync.ReplicaAcknowledger`)."""
+
+    def submit(self, results: list[PutResult], on_done: Callable[[Outcome], None]) -> None: ...
+
+    def wait(self, results: list[PutResult]) -> Outcome: ...
 
 
 class SyncAcknowledger:

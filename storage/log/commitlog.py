@@ -36,7 +36,7 @@ from ..format import record
 from ..format.encoder import MessageEncoder
 from ..format.message import Message, PutResult, PutStatus
 from ..format.padding import PaddingEncoder, padding_size_bytes
-from ..replication.replica_chunks import check_chunk
+from ..format.record_chunks import check_chunk
 from .allocator import DiskFullError, SegmentAllocator
 from .batch_guess import BatchGuess
 from .pool import TransientStorePool
@@ -67,7 +67,8 @@ class CommitLog:
 
     def __init__(self, segment_list: SegmentList, config: StoreConfig, *,
                  allocator: SegmentAllocator, pool: TransientStorePool | None,
-                 queue_offsets: dict[QueueKey, int]) -> None:
+                 queue_offsets: dict[QueueKey, int],
+                 after_append: Callable[[int], None] | None) -> None:
         self._segment_list = segment_list
         self._config = config
         self._allocator = allocator
@@ -80,7 +81,7 @@ class CommitLog:
         self.refused_reason: str | None = None
         """Set when the store stops accepting writes (closed, failed sync): every put then
         returns SERVICE_NOT_AVAILABLE with this reason."""
-        self.after_append: Callable[[int], None] | None = None
+        self._after_append = after_append
         """Called after each append, outside the lock, with the log's new end position (the
         pool's commit-service wakeup; the position spares it reading the segment list)."""
         self._put_lock = threading.Lock()
@@ -129,8 +130,8 @@ class CommitLog:
             return PutResult(refused.status, reason=refused.reason)
         finally:
             self._put_lock.release()
-        if self.after_append is not None:
-            self.after_append(physical_offset + size)
+        if self._after_append is not None:
+            self._after_append(physical_offset + size)
         return PutResult(_PUT_OK, physical_offset, queue_offset, store_timestamp_ms, size, "",
                          self.store_host_packed)
 
@@ -169,9 +170,9 @@ class CommitLog:
             return _all(messages, refused.status, refused.reason)
         finally:
             self._put_lock.release()
-        if self.after_append is not None:
+        if self._after_append is not None:
             last = results[-1]
-            self.after_append(last.physical_offset + last.size_bytes)
+            self._after_append(last.physical_offset + last.size_bytes)
         return results
 
     def _encode_batch(self, messages: Sequence[Message],
@@ -312,8 +313,8 @@ class CommitLog:
             segment.written_position = at + size_bytes
             if store_timestamp_ms:
                 self._segment_list.last_store_timestamp_ms = store_timestamp_ms
-        if self.after_append is not None:
-            self.after_append(position + size_bytes)
+        if self._after_append is not None:
+            self._after_append(position + size_bytes)
         return position + size_bytes
 
     def _start_raw_segment(self, start_position: int) -> CommitLogSegment:
@@ -336,8 +337,8 @@ class CommitLog:
             assert free >= _RESERVE, "the BLANK reserve was not kept"
             record.write_blank(segment.write_target, segment.written_position, free)
             segment.written_position = segment.size_bytes
-            if self.after_append is not None:
-                self.after_append(segment.end_position)
+            if self._after_append is not None:
+                self._after_append(segment.end_position)
         next_start = (segment.end_position if segment is not None
                       else self._segment_list.min_position)
         self._active = self._start_segment(next_start)

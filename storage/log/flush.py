@@ -39,7 +39,7 @@ class CommitService(ServiceThread):
     name = "commit"
 
     def __init__(self, segment_list: SegmentList, pool: TransientStorePool, config: StoreConfig, *,
-                 on_fatal: FatalHandler) -> None:
+                 on_committed: Callable[[], None] | None, on_fatal: FatalHandler) -> None:
         super().__init__(on_fatal=on_fatal)
         self._segment_list = segment_list
         self._pool = pool
@@ -47,7 +47,7 @@ class CommitService(ServiceThread):
         self._last_commit_ms = _monotonic_ms()
         self._due_bytes = max(1, config.commit_pages_min * PAGE_SIZE_BYTES)
         self._segment_size_bytes = segment_list.segment_size_bytes
-        self.on_committed: Callable[[], None] | None = None
+        self._on_committed = on_committed
         """Called after a commit moved bytes into the files (the replication sender's wakeup:
         with the pool on, readers see only committed bytes)."""
 
@@ -59,8 +59,8 @@ class CommitService(ServiceThread):
             pages_min = 0
         if self._segment_list.commit(pages_min=pages_min, return_buffer=self._pool.give_back):
             self._last_commit_ms = now_ms
-            if self.on_committed is not None:
-                self.on_committed()
+            if self._on_committed is not None:
+                self._on_committed()
         self.wait_for_running(config.commit_interval_ms)
 
     def wake_if_due(self, end_position: int) -> None:
@@ -91,8 +91,8 @@ class CommitService(ServiceThread):
         """Commit everything written; `notify=False` for a caller about to read the bytes
         itself (the replication sender), which needs no wakeup for them."""
         moved = self._segment_list.commit(pages_min=0, return_buffer=self._pool.give_back)
-        if moved and notify and self.on_committed is not None:
-            self.on_committed()
+        if moved and notify and self._on_committed is not None:
+            self._on_committed()
         return moved
 
     def shutdown_drain(self) -> None:

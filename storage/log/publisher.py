@@ -13,16 +13,12 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec
 
 from ..config import StoreConfig
 from ..files.watermarks import PositionsFile
+from ..format.volume import POSITIONS_FILE
 from ..service_thread import FatalHandler, ServiceThread
 from .segment_list import SegmentList
-
-P = ParamSpec("P")
-
-POSITIONS_FILE = "positions"
 
 Snapshot = Callable[[], tuple[int, int, int, int]]
 """(min_position, written_position, committed_position, flushed_position)."""
@@ -39,18 +35,6 @@ def positions_snapshot(segment_list: SegmentList) -> Snapshot:
         return min_position, segment_list.written_position, committed, flushed
 
     return snapshot
-
-
-def chain(first: Callable[P, None] | None, second: Callable[P, None]) -> Callable[P, None]:
-    """One hook that calls both (the put path has a single `after_append`)."""
-    if first is None:
-        return second
-
-    def both(*arguments: P.args, **keywords: P.kwargs) -> None:
-        first(*arguments, **keywords)
-        second(*arguments, **keywords)
-
-    return both
 
 
 class PositionsPublisher(ServiceThread):

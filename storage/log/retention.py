@@ -13,8 +13,9 @@ Every `clean_interval_ms` the service measures the disk under the store and deci
 A segment is expired when its file was last modified more than `file_retention_hours` ago.
 The active (last) segment is never deleted, nor a segment with unsynced bytes; at most
 `delete_segments_per_pass_max` go per pass.  A deleted segment a reader holds stays mapped
-until the reader releases it.  Then consume queues drop files that point only below the new
-minimum, and the index drops files that end below it.
+until the reader releases it.  Then `on_min_position` tells the indexer (embedded; an
+indexer process reads the new start in `positions`), whose queues drop files that point only
+below the new minimum and whose index drops files that end below it.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from pathlib import Path
 
 from ..config import StoreConfig
 from ..files.segment import CommitLogSegment
-from ..index.index_service import IndexService
-from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 from .segment_list import SegmentList
 
@@ -65,14 +64,11 @@ def is_delete_hour(now: datetime.datetime, hours: tuple[int, ...]) -> bool:
 class RetentionService(ServiceThread):
     name = "retention"
 
-    def __init__(self, segment_list: SegmentList, queues: ConsumeQueues, index: IndexService | None,
-                 config: StoreConfig, *, on_disk_full: OnDiskFull,
-                 on_min_position: Callable[[int], None], on_fatal: FatalHandler,
-                 disk_usage: DiskUsage = disk_used_ratio) -> None:
+    def __init__(self, segment_list: SegmentList, config: StoreConfig, *,
+                 on_disk_full: OnDiskFull, on_min_position: Callable[[int], None] | None,
+                 on_fatal: FatalHandler, disk_usage: DiskUsage = disk_used_ratio) -> None:
         super().__init__(on_fatal=on_fatal)
         self._segment_list = segment_list
-        self._queues = queues
-        self._index = index
         self._config = config
         self._on_disk_full = on_disk_full
         self._on_min_position = on_min_position
@@ -116,10 +112,8 @@ class RetentionService(ServiceThread):
         minimum = self._segment_list.min_position
         log.info("retention deleted %d segments; the log now starts at %d", len(removed),
                  minimum)
-        self._queues.delete_before_physical(minimum)
-        if self._index is not None:
-            self._index.delete_before(minimum)
-        self._on_min_position(minimum)
+        if self._on_min_position is not None:
+            self._on_min_position(minimum)
 
 
 def _age_s(segment: CommitLogSegment, now_s: float) -> float:

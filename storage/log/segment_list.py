@@ -16,7 +16,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..files.segment import CREATING_SUFFIX, CommitLogSegment, parse_segment_name
+from ..files.segment import CommitLogSegment
+from ..format.volume import CREATING_SUFFIX, parse_offset_file_name
 
 ReturnBuffer = Callable[[mmap.mmap], None]
 
@@ -48,7 +49,7 @@ class SegmentList:
         for leftover in self.directory.glob("*" + CREATING_SUFFIX):
             leftover.unlink()  # a crash while the allocator was preparing it
         names = sorted(path for path in self.directory.iterdir()
-                       if parse_segment_name(path.name) is not None)
+                       if parse_offset_file_name(path.name) is not None)
         for path in names:
             self.segments.append(
                 CommitLogSegment.open_existing(path, size_bytes=self.segment_size_bytes))

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..config import PreallocateMethod
 from ..errors import StoreFormatError
 from ..files.consume_queue_file import ENTRY_SIZE_BYTES, ConsumeQueueFile, Entries
-from ..files.mapped_file import parse_offset_file_name
+from ..format.volume import parse_offset_file_name
 
 log = logging.getLogger(__name__)
 

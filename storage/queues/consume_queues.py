@@ -11,11 +11,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..format.volume import CONSUME_QUEUE_DIRECTORY
 from .consume_queue import ConsumeQueue
 
 log = logging.getLogger(__name__)
-
-CONSUME_QUEUE_DIRECTORY = "consumequeue"
 
 
 class ConsumeQueues:

@@ -34,7 +34,7 @@ from ..files.consume_queue_file import (
     ConsumeQueueFile,
     entries_below_in_file,
 )
-from ..files.mapped_file import offset_file_name, parse_offset_file_name
+from ..format.volume import offset_file_name, parse_offset_file_name
 from .consume_queue import ConsumeQueue
 
 log = logging.getLogger(__name__)

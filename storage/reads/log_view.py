@@ -21,8 +21,8 @@ import os
 from pathlib import Path
 
 from ..errors import StoreFormatError
-from ..files.mapped_file import offset_file_name
 from ..files.segment import CommitLogSegment
+from ..format.volume import offset_file_name
 
 
 class LogView:

@@ -8,7 +8,7 @@
 
 The pull-notifier serves consumers through this.  It takes no lock and writes nothing, so
 any number of views (notifier replicas) can read one directory beside the writer and the
-indexer.  Reads answer as `MessageStore`'s do (same `reads.py` code, same statuses and
+indexer.  Reads answer as `MessageStore`'s do (same `store_reads.py` code, same statuses and
 next-offset rules); what differs is how the view learns what is readable:
 
 | source                              | call                 | moves                          |
@@ -37,18 +37,22 @@ from types import TracebackType
 from typing import NamedTuple
 
 from ..config import StoreConfig
-from ..errors import StoreError, StoreFormatError
+from ..errors import StoreFormatError
 from ..files.watermarks import DispatchedFile, PositionsFile, WatermarkFile
 from ..format import record
 from ..format.message import StoredMessage
+from ..format.volume import (
+    COMMITLOG_DIRECTORY,
+    CONSUME_QUEUE_DIRECTORY,
+    DISPATCHED_FILE,
+    INDEX_DIRECTORY,
+    POSITIONS_FILE,
+)
 from ..index.reader import IndexReader
-from ..log.publisher import POSITIONS_FILE
-from ..queues.consume_queues import CONSUME_QUEUE_DIRECTORY
 from ..queues.queue_view import QueueView, RecordMatches
-from ..recovery.startup import COMMITLOG_DIRECTORY, DISPATCHED_FILE, INDEX_DIRECTORY
-from . import reads
+from .get import GetResult
 from .log_view import LogView
-from .reads import GetResult, NoRecordError
+from .store_reads import StoreReads
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +74,19 @@ class StoreView:
         self.directory = directory
         self.config = config
         self.log = LogView(directory / COMMITLOG_DIRECTORY,
-                               segment_size_bytes=config.segment_size_bytes)
+                           segment_size_bytes=config.segment_size_bytes)
         self.index = (IndexReader(directory / INDEX_DIRECTORY,
-                                    hash_slot_count=config.index_hash_slot_count,
-                                    index_count_max=config.index_count_max,
-                                    query_results_max=config.index_query_results_max)
+                                  hash_slot_count=config.index_hash_slot_count,
+                                  index_count_max=config.index_count_max,
+                                  query_results_max=config.index_query_results_max)
                       if config.index_enabled else None)
         self._queues: dict[QueueKey, QueueView] = {}
         self._topics: dict[str, list[int]] = {}
+        self._reads = StoreReads(config, find_segment=self.log.find,
+                                 log_range=lambda: (self.log.min_position,
+                                                    self.log.committed_position),
+                                 queue=lambda topic, queue_id: self._queues.get((topic, queue_id)),
+                                 index=self.index)
         self._watermarks: dict[str, WatermarkFile] = {}
         self.writer_generation: int | None = None
         self.dispatched_position = 0
@@ -161,56 +170,40 @@ class StoreView:
                 advanced[key] = queue.max_offset
         return advanced
 
-    # -- reads (as MessageStore's) -----------------------------------------------------------
+    # -- reads (as MessageStore's: store_reads.py) -------------------------------------------
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
             tags: Sequence[str] | None = None) -> GetResult:
         """`MessageStore.get`: release the result (or use `with`) when done."""
-        return reads.get(self._queues.get((topic, queue_id)), offset, max_messages, tags=tags,
-                         find_segment=self.log.find,
-                         transfer_count_max=self.config.get_transfer_count_max,
-                         transfer_bytes_max=self.config.get_transfer_bytes_max)
+        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
-        queue = self._queues.get((topic, queue_id))
-        return queue.min_offset if queue is not None else 0
+        return self._reads.min_offset(topic, queue_id)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """The next offset of the queue (exclusive), as vouched for so far."""
-        queue = self._queues.get((topic, queue_id))
-        return queue.max_offset if queue is not None else 0
+        return self._reads.max_offset(topic, queue_id)
 
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """`MessageStore.offset_by_time`: the first offset stored at or after the time."""
-        queue = self._queues.get((topic, queue_id))
-        if queue is None:
-            return 0
-        return reads.offset_by_time(queue, timestamp_ms, find_segment=self.log.find)
+        return self._reads.offset_by_time(topic, queue_id, timestamp_ms)
 
     def message_at(self, physical_offset: int) -> StoredMessage:
         """The record at `physical_offset`, below the committed end; `NoRecordError` if
         there is none (gone, not yet committed, or not a record's start)."""
         if physical_offset >= self.log.committed_position:
             self._read_positions()  # a message just written: the end may have moved
-        return reads.message_at(self.log.find, physical_offset,
-                                log_range=(self.log.min_position, self.log.committed_position))
+        return self._reads.message_at(physical_offset)
 
     def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
                      max_messages: int = 32) -> list[StoredMessage]:
         """`MessageStore.query_by_key`: exact, oldest first."""
-        if self.index is None:
-            raise StoreError("the index is disabled (index_enabled=false)")
         self._read_positions()
-        matches = reads.key_matcher(topic, key, message_at=self._message_at_or_none)
-        positions = self.index.query(topic=topic, key=key, begin_ms=begin_ms,
-                                     end_ms=(1 << 62) if end_ms is None else end_ms,
-                                     max_results=max_messages, key_matches=matches)
-        return [self.message_at(position) for position in positions]
+        return self._reads.query_by_key(topic, key, begin_ms, end_ms, max_messages)
 
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
         """Every message from `start_position` to the committed end, in physical order."""
         self._read_positions()
-        start = self.log.min_position if start_position is None else start_position
-        return reads.iter_messages(self.log.find, start, self.log.committed_position)
+        return self._reads.iter_messages(start_position)
 
     def queues(self) -> list[QueueInfo]:
         """Every known queue with its offsets, by topic then queue id."""
@@ -264,12 +257,6 @@ class StoreView:
                     and head.queue_id == queue_id)
 
         return matches
-
-    def _message_at_or_none(self, physical_offset: int) -> StoredMessage | None:
-        try:
-            return self.message_at(physical_offset)
-        except NoRecordError:
-            return None
 
     def _read_positions(self) -> None:
         published = self._read_watermark(PositionsFile, POSITIONS_FILE)

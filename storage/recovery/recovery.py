@@ -27,7 +27,8 @@ import enum
 import logging
 
 from ..files.checkpoint import CheckpointState, CheckpointValues
-from ..files.segment import CommitLogSegment, last_nonzero_end
+from ..files.mapped_file import last_nonzero_end
+from ..files.segment import CommitLogSegment
 from ..format import record
 from ..format.padding import PADDING_TOPIC
 from ..log.segment_list import SegmentList

@@ -16,11 +16,9 @@ import numpy as np
 from ..errors import StoreFormatError
 from ..files.consume_queue_file import ENTRY_DTYPE, ENTRY_SIZE_BYTES, FILLER_SIZE
 from ..files.index_file import INDEX_HEADER
-from ..files.mapped_file import parse_offset_file_name
-from ..files.segment import last_nonzero_end, parse_segment_name
+from ..files.mapped_file import last_nonzero_end
 from ..format import record
-from ..queues.consume_queues import CONSUME_QUEUE_DIRECTORY
-from .startup import INDEX_DIRECTORY
+from ..format.volume import CONSUME_QUEUE_DIRECTORY, INDEX_DIRECTORY, parse_offset_file_name
 
 ProgressCallback = Callable[[int], None]
 
@@ -50,7 +48,7 @@ def segment_paths(directory: Path) -> list[Path]:
     commitlog = directory / "commitlog"
     if not commitlog.is_dir():
         raise StoreFormatError(f"{directory}: no commitlog/ directory; not a store")
-    paths = sorted(p for p in commitlog.iterdir() if parse_segment_name(p.name) is not None)
+    paths = sorted(p for p in commitlog.iterdir() if parse_offset_file_name(p.name) is not None)
     sizes = {p.stat().st_size for p in paths}
     if len(sizes) > 1:
         raise StoreFormatError(f"{commitlog}: segments of different sizes {sorted(sizes)}")
@@ -60,7 +58,7 @@ def segment_paths(directory: Path) -> list[Path]:
 def scan_segment(path: Path, *, verify_crc: bool,
                  progress: ProgressCallback | None = None) -> SegmentSummary:
     """Walk every record of one segment file; CRC-check bodies if asked."""
-    start = parse_segment_name(path.name)
+    start = parse_offset_file_name(path.name)
     assert start is not None
     size = path.stat().st_size
     summary = SegmentSummary(path.name, start, size)

@@ -31,12 +31,11 @@ from collections.abc import Callable
 
 from ..config import StoreConfig
 from ..format.message import PutResult, PutStatus
+from ..log.acknowledge import Outcome
 from ..service_thread import FatalHandler, ServiceThread
 
 Completion = Callable[[bool], None]
 """True once a follower confirmed the request's end; False at its deadline or on stop."""
-Outcome = tuple[PutStatus, str] | None
-"""None: replicated; else the status and reason the put's results get."""
 IDLE_WAIT_MS = 1000
 """How long the transfer service sleeps with no request (a submit wakes it)."""
 

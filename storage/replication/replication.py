@@ -1,10 +1,11 @@
 """`Replication`: what the writer service's replication server and client use of a store.
 
-    master:   read_log(position)      whole records from `position`, as stored (replica_chunks);
+    master:   read_log(position)      whole records from `position`, as stored (record_chunks);
                                       a sync master with the pool commits on demand first
-              add_readable_listener   woken when new bytes become readable: after each append
-                                      (pool off) or each commit (pool on), and after each
-                                      append of a sync master with the pool (read_log commits)
+              on_readable             (`MessageStore.open`) woken when new bytes become
+                                      readable: after each append (pool off) or each commit
+                                      (pool on), and after each append of a sync master with
+                                      the pool (read_log commits); see wiring.py
               progress                followers' confirmed positions (replica_sync.py)
     follower: append_raw(position, bytes)   the master's bytes at exactly the log's end
 
@@ -17,14 +18,13 @@ from collections.abc import Callable
 
 from ..config import StoreConfig
 from ..errors import ReplicationGapError
+from ..format.record_chunks import record_starts_at, whole_records_end
 from ..log.acknowledge import PutAcknowledger, SyncAcknowledger
 from ..log.commitlog import CommitLog
 from ..log.flush import CommitService, GroupCommitService
-from ..log.publisher import chain
 from ..log.segment_list import SegmentList
 from ..roles import BrokerRole
 from ..service_thread import FatalHandler
-from .replica_chunks import record_starts_at, whole_records_end
 from .replica_sync import GroupTransferService, ReplicaAcknowledger, ReplicaProgress
 
 
@@ -52,16 +52,6 @@ class Replication:
         instead of after the commit service's 16 KiB or 200 ms (the cliff of seed 004)."""
 
     # -- master --------------------------------------------------------------------------
-    def add_readable_listener(self, listener: Callable[[], None]) -> None:
-        """Call `listener` (on the appending or committing thread) whenever readable bytes
-        may have grown.  It must be cheap and must not block."""
-        if self._commit_service is not None:
-            self._commit_service.on_committed = chain(self._commit_service.on_committed,
-                                                      listener)
-        if self._commit_service is None or self._commit_on_read is not None:
-            self._commitlog.after_append = chain(self._commitlog.after_append,
-                                                 lambda _end_position: listener())
-
     def read_log(self, position: int, *, size_bytes_max: int) -> bytes:
         """Whole records from `position` (a record boundary) to at most `size_bytes_max`
         bytes on (a larger first record comes whole), within one segment; b"" when nothing

@@ -26,7 +26,7 @@ from mqstore.storage import BrokerRole, Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from tests.conftest import small_config
 from tests.services.notifier_stack import notifier_app, settings, wait_connected
-from tests.services.test_replication_loopback import following, serving, until
+from tests.services.test_replication_loopback import following, open_master, serving, until
 from tests.storage.split_helpers import indexer_config, writer_config
 
 SAMPLE_SUFFIXES = {"histogram": ("_bucket", "_count", "_sum", "_created"),
@@ -72,11 +72,11 @@ async def writer_families(directory: Path) -> dict[str, Family]:
     """A sync master with the pool and in-process dispatch, and a follower connected to it
     (heartbeats on: the follower's lag is known)."""
     found: dict[str, Family] = {}
-    master = MessageStore.open(directory / "master", small_config(
+    master, server = open_master(directory / "master", small_config(
         role=BrokerRole.SYNC_MASTER, pool_enabled=True))
     follower = MessageStore.open(directory / "follower", small_config(role=BrokerRole.FOLLOWER))
     try:
-        async with serving(master) as server, following(follower, server.port) as client:
+        async with serving(master, server), following(follower, server.port) as client:
             await until(lambda: client.state.connected and client.lag_bytes is not None)
             async with TestClient(TestServer(create_writer_app(master, WriterSettings()))) as http:
                 response = await http.post("/v1/topics/T/messages", json={"body": "x"})

@@ -63,11 +63,17 @@ async def until(condition: Callable[[], bool], *, timeout_s: float = 20.0) -> No
         await asyncio.sleep(0.005)
 
 
+def open_master(directory: Path, config: StoreConfig,
+                **settings: object) -> tuple[MessageStore, ReplicationServer]:
+    """A master store and its replication server (the store wakes the server's senders)."""
+    server = ReplicationServer(ReplicationSettings(host="127.0.0.1", **{**FAST, **settings}))
+    return MessageStore.open(directory, config, on_readable=server.notify), server
+
+
 @contextlib.asynccontextmanager
-async def serving(store: MessageStore, **settings: object) -> AsyncIterator[ReplicationServer]:
-    server = ReplicationServer(store, ReplicationSettings(host="127.0.0.1", **{**FAST,
-                                                                                **settings}))
-    await server.start()
+async def serving(master: MessageStore,
+                  server: ReplicationServer) -> AsyncIterator[ReplicationServer]:
+    await server.start(master)
     try:
         yield server
     finally:
@@ -101,12 +107,12 @@ def segments(directory: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("event_loop", LOOPS)
 def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path,
                                                          event_loop: str) -> None:
-    master = MessageStore.open(tmp_path / "m", small_config())
+    master, server = open_master(tmp_path / "m", small_config())
     follower = follower_store(tmp_path / "f")
     put_many(master, 400)  # several 64 KiB segments before the follower exists
 
     async def scenario() -> int:
-        async with serving(master) as server, following(follower, server.port) as client:
+        async with serving(master, server), following(follower, server.port) as client:
             await until(lambda: follower.written_position == master.written_position)
             put_many(master, 300, start=400)  # live: frames as the appends come
             await until(lambda: follower.written_position == master.written_position)
@@ -129,13 +135,13 @@ def test_catch_up_from_empty_then_live_is_byte_identical(tmp_path: Path,
 def test_a_follower_knows_its_lag_from_frames_without_a_heartbeat(tmp_path: Path) -> None:
     """The master heartbeats only when idle; a follower of a busy master must still report
     its lag (a lower bound) from the frames it receives."""
-    master = MessageStore.open(tmp_path / "m", small_config())
+    master, server = open_master(tmp_path / "m", small_config(), heartbeat_interval_ms=60_000,
+                                 housekeeping_interval_ms=120_000)
     follower = follower_store(tmp_path / "f")
     put_many(master, 50)
 
     async def scenario() -> tuple[int | None, int | None]:
-        async with serving(master, heartbeat_interval_ms=60_000,
-                           housekeeping_interval_ms=120_000) as server, \
+        async with serving(master, server), \
                 following(follower, server.port) as client:
             assert client.lag_bytes is None  # nothing received yet
             await until(lambda: follower.written_position == master.written_position)
@@ -148,12 +154,12 @@ def test_a_follower_knows_its_lag_from_frames_without_a_heartbeat(tmp_path: Path
 
 
 def test_a_lagging_follower_catches_up_from_its_end(tmp_path: Path) -> None:
-    master = MessageStore.open(tmp_path / "m", small_config())
+    master, server = open_master(tmp_path / "m", small_config())
     put_many(master, 100)
 
     async def copy_once() -> None:
         follower = follower_store(tmp_path / "f")
-        async with serving(master) as server, following(follower, server.port):
+        async with serving(master, server), following(follower, server.port):
             await until(lambda: follower.written_position == master.written_position)
         follower.close()
 
@@ -172,7 +178,7 @@ def test_a_lagging_follower_catches_up_from_its_end(tmp_path: Path) -> None:
 def test_sync_master_acknowledges_after_the_follower_and_times_out_without(
         tmp_path: Path, event_loop: str) -> None:
     config = small_config(role=BrokerRole.SYNC_MASTER, replication_sync_timeout_ms=500)
-    master = MessageStore.open(tmp_path / "m", config)
+    master, server = open_master(tmp_path / "m", config)
     follower = follower_store(tmp_path / "f")
 
     async def put(body: bytes) -> PutStatus:
@@ -180,7 +186,7 @@ def test_sync_master_acknowledges_after_the_follower_and_times_out_without(
 
     async def scenario() -> list[PutStatus]:
         statuses = [await put(b"nobody")]
-        async with serving(master) as server:
+        async with serving(master, server):
             async with following(follower, server.port):
                 await until(lambda: bool(server.progress.followers()))
                 statuses += [await put(b"a"), await put(b"b")]
@@ -204,11 +210,11 @@ def test_sync_master_with_pool_is_acknowledged_without_waiting_for_the_commit_se
     config = small_config(role=BrokerRole.SYNC_MASTER, pool_enabled=True,
                           replication_sync_timeout_ms=2000, commit_interval_ms=60_000,
                           commit_thorough_interval_ms=60_000, commit_pages_min=1000)
-    master = MessageStore.open(tmp_path / "m", config)
+    master, server = open_master(tmp_path / "m", config)
     follower = follower_store(tmp_path / "f")
 
     async def scenario() -> list[PutStatus]:
-        async with serving(master) as server, following(follower, server.port):
+        async with serving(master, server), following(follower, server.port):
             await until(lambda: bool(server.progress.followers()))
             futures = [asyncio.wrap_future(master.submit(Message("P", 0, b"x" * 300)))
                        for _ in range(50)]
@@ -222,10 +228,10 @@ def test_sync_master_with_pool_is_acknowledged_without_waiting_for_the_commit_se
 @pytest.mark.parametrize("event_loop", LOOPS)
 def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(
         tmp_path: Path, event_loop: str) -> None:
-    master = MessageStore.open(tmp_path / "m", small_config())
+    master, server = open_master(tmp_path / "m", small_config())
 
     async def silent_follower() -> bytes:
-        async with serving(master) as server:
+        async with serving(master, server):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(encode_report(0))
             await until(lambda: bool(server.progress.followers()))
@@ -259,11 +265,11 @@ def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(
 
 
 def test_a_diverged_or_ahead_follower_is_refused(tmp_path: Path) -> None:
-    master = MessageStore.open(tmp_path / "m", small_config())
+    master, server = open_master(tmp_path / "m", small_config())
     put_many(master, 10)
 
     async def report(position: int) -> bytes:
-        async with serving(master) as server:
+        async with serving(master, server):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(encode_report(position))
             received = await asyncio.wait_for(reader.read(), timeout=5)
@@ -342,9 +348,9 @@ def test_a_busy_replication_port_is_a_config_error(tmp_path: Path) -> None:
     async def scenario() -> str:
         taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
         port = taken.sockets[0].getsockname()[1]
-        server = ReplicationServer(master, ReplicationSettings(host="127.0.0.1", port=port))
+        server = ReplicationServer(ReplicationSettings(host="127.0.0.1", port=port))
         try:
-            await server.start()
+            await server.start(master)
         except ConfigError as error:
             return str(error)
         finally:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from mqstore.storage import AppendError, FlushMode, MessageStore, StoreConfig
+from mqstore.storage import AppendError, FlushMode, StoreConfig
+from mqstore.storage.race import RaceStore
 from tests.conftest import small_config
 
 PRODUCERS = 6
@@ -32,7 +33,7 @@ def body_for(run: int, producer: int, sequence: int) -> bytes:
 
 def main() -> None:
     directory, run = sys.argv[1], int(sys.argv[2])
-    store = MessageStore.open(directory, race_config())
+    store = RaceStore.open(directory, race_config())
     print("ready", flush=True)
     out_lock = threading.Lock()
 

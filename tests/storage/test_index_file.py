@@ -18,12 +18,12 @@ from mqstore.storage.files.index_file import (
     index_file_size_bytes,
     index_key_hash,
 )
-from mqstore.storage.format.index_file_names import (
+from mqstore.storage.format.java_hash import java_string_hash
+from mqstore.storage.format.volume import (
     index_file_name,
     index_file_name_after,
     parse_index_file_name,
 )
-from mqstore.storage.format.java_hash import java_string_hash
 
 SLOTS = 4
 ENTRIES = 64

@@ -18,8 +18,8 @@ import pytest
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.errors import ConfigError, IndexFileFormatError, StoreClosedError
 from mqstore.storage.files.index_file import IndexFile
-from mqstore.storage.format.index_file_names import parse_index_file_name
 from mqstore.storage.format.java_hash import java_string_hash
+from mqstore.storage.format.volume import parse_index_file_name
 from mqstore.storage.index.index_service import IndexService
 from tests.conftest import small_config
 from tests.storage.split_helpers import lose_log_tail

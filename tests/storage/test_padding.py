@@ -24,6 +24,7 @@ from mqstore.storage.format.padding import (
     PaddingEncoder,
     padding_size_bytes,
 )
+from mqstore.storage.race import RaceStore
 from mqstore.storage.recovery.scrub import verify_store
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
@@ -82,7 +83,7 @@ def test_every_group_sync_ends_on_a_boundary_when_the_gap_allows(store_dir: Path
                                                                  pool: bool) -> None:
     flushed_at_syncs: list[int] = []
     with MessageStore.open(store_dir, aligned_config(pool_enabled=pool)) as store:
-        group_commit = store._group_commit
+        group_commit = store._wiring.group_commit
         assert group_commit is not None
         on_flushed = group_commit._on_flushed
 
@@ -140,4 +141,5 @@ def test_fillers_are_invisible_to_readers_and_accepted_by_scrub(store_dir: Path)
         filler = store.message_at(filler_at)  # a real record, found where the group ended
         assert filler.topic == PADDING_TOPIC
         assert (filler_at + filler.total_size) % ALIGN == 0
-        assert store.append("T", 0, b"after reopen") == len(bodies)
+    with RaceStore.open(store_dir, config) as race:
+        assert race.append("T", 0, b"after reopen") == len(bodies)

@@ -46,7 +46,7 @@ def test_readers_never_see_uncommitted_bytes(store_dir: Path) -> None:
         assert store.committed_position == 0
         assert list(store.iter_messages()) == []
         assert store.pool_free_count == store.config.pool_buffer_count - 1
-        store._commit_service.commit_now()  # type: ignore[union-attr]
+        store._wiring.commit_service.commit_now()  # type: ignore[union-attr]
         assert store.committed_position == result.size_bytes
         assert store.message_at(0).body == b"pooled"
     with MessageStore.open(store_dir, small_config()) as reopened:

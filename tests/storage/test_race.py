@@ -1,4 +1,4 @@
-"""The race API (storage/race/race.py): `append` offsets under concurrency, `get_range` bounds and
+"""The race API (storage/race/store.py): `append` offsets under concurrency, `get_range` bounds and
 contents, read-your-writes with dispatch lagging, and durability across kill -9."""
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import pytest
 from mqstore.storage import (
     AppendError,
     FlushMode,
-    MessageStore,
     PutStatus,
     RangeReadTimeoutError,
     StoreConfig,
     StoreError,
 )
 from mqstore.storage.format.padding import PADDING_TOPIC
+from mqstore.storage.race import RaceStore
 from mqstore.storage.recovery.scrub import verify_store
 from tests.conftest import small_config
 from tests.processes import module_command
@@ -44,7 +44,7 @@ def test_concurrent_appends_number_each_queue_without_gaps(store_dir: Path, alig
     rng = random.Random(3)
     payloads = [rng.randbytes(rng.randint(100, 3000)) for _ in range(threads * per_thread)]
     config = sync_config(group_commit_align_bytes=align, pool_enabled=pool)
-    with MessageStore.open(store_dir, config) as store:
+    with RaceStore.open(store_dir, config) as store:
 
         def produce(producer: int) -> None:
             for sequence in range(per_thread):
@@ -68,7 +68,7 @@ def test_concurrent_appends_number_each_queue_without_gaps(store_dir: Path, alig
 
 
 def test_get_range_keys_are_relative_and_stop_at_the_end(store_dir: Path) -> None:
-    with MessageStore.open(store_dir, sync_config()) as store:
+    with RaceStore.open(store_dir, sync_config()) as store:
         bodies = [f"body-{i}".encode() * (i + 1) for i in range(25)]
         assert [store.append("T", 2, body) for body in bodies] == list(range(25))
         middle = store.get_range("T", 2, 10, 5)
@@ -85,28 +85,30 @@ def test_get_range_keys_are_relative_and_stop_at_the_end(store_dir: Path) -> Non
         assert all(type(body) is bytes for body in everything.values())
 
 
-def test_get_range_rejects_bad_arguments(store: MessageStore) -> None:
-    with pytest.raises(ValueError, match="offset=-1 must not be negative"):
-        store.get_range("T", 0, -1, 10)
-    with pytest.raises(ValueError, match="fetch_num=-5 must not be negative"):
-        store.get_range("T", 0, 0, -5)
-    with pytest.raises(ValueError, match="must be an int"):
-        store.get_range("T", 0, True, 5)
-    with pytest.raises(ValueError, match="must be an int"):
-        store.get_range("T", 0, 0, 2.5)  # type: ignore[arg-type]
+def test_get_range_rejects_bad_arguments(store_dir: Path) -> None:
+    with RaceStore.open(store_dir, small_config()) as store:
+        with pytest.raises(ValueError, match="offset=-1 must not be negative"):
+            store.get_range("T", 0, -1, 10)
+        with pytest.raises(ValueError, match="fetch_num=-5 must not be negative"):
+            store.get_range("T", 0, 0, -5)
+        with pytest.raises(ValueError, match="must be an int"):
+            store.get_range("T", 0, True, 5)
+        with pytest.raises(ValueError, match="must be an int"):
+            store.get_range("T", 0, 0, 2.5)  # type: ignore[arg-type]
 
 
-def test_append_needs_sync_flush(store: MessageStore) -> None:
-    assert not store.config.flush_sync
-    with pytest.raises(StoreError, match=r"flush_mode=FlushMode\.SYNC"):
-        store.append("T", 0, b"data")
-    assert store.next_queue_offset("T", 0) == 0, "nothing may be written"
+def test_append_needs_sync_flush(store_dir: Path) -> None:
+    with RaceStore.open(store_dir, small_config()) as race:
+        assert not race.store.config.flush_sync
+        with pytest.raises(StoreError, match=r"flush_mode=FlushMode\.SYNC"):
+            race.append("T", 0, b"data")
+        assert race.store.next_queue_offset("T", 0) == 0, "nothing may be written"
 
 
 def test_append_failure_carries_status_and_reason(store_dir: Path) -> None:
     config = sync_config()
-    with MessageStore.open(store_dir, config) as store:
-        too_large = bytes(store.config.message_body_size_bytes_max + 1)
+    with RaceStore.open(store_dir, config) as store:
+        too_large = bytes(store.store.config.message_body_size_bytes_max + 1)
         with pytest.raises(AppendError, match="MESSAGE_ILLEGAL") as raised:
             store.append("T", 0, too_large)
         assert raised.value.status is PutStatus.MESSAGE_ILLEGAL
@@ -115,7 +117,7 @@ def test_append_failure_carries_status_and_reason(store_dir: Path) -> None:
             store.append(PADDING_TOPIC, 0, b"mine")
         assert raised.value.status is PutStatus.MESSAGE_ILLEGAL
         assert store.append("T", 0, b"fine") == 0
-    with MessageStore.open(store_dir, config) as store:
+    with RaceStore.open(store_dir, config) as store:
         store.close()
         with pytest.raises(AppendError, match=r"SERVICE_NOT_AVAILABLE.*closed"):
             store.append("T", 0, b"late")
@@ -125,21 +127,21 @@ def test_read_your_writes_while_dispatch_sleeps(store_dir: Path) -> None:
     """Dispatch polls once a minute here and nothing but `get_range` wakes it: what append
     returned is still not in the consume queue, and get_range must wait for it."""
     config = sync_config(dispatch_interval_ms=60_000)
-    with MessageStore.open(store_dir, config) as store:
+    with RaceStore.open(store_dir, config) as store:
         for round_number in range(5):
             time.sleep(0.05)  # let dispatch finish its last pass and go to sleep
             data = f"round {round_number}".encode()
             offset = store.append("T", 0, data)
-            assert store.max_offset("T", 0) == offset, "dispatch was not behind"
-            assert store.dispatch_behind_bytes > 0
+            assert store.store.max_offset("T", 0) == offset, "dispatch was not behind"
+            assert store.store.dispatch_behind_bytes > 0
             assert store.get_range("T", 0, offset, 10) == {0: data}
 
 
 def test_get_range_times_out_when_dispatch_never_comes(store_dir: Path) -> None:
     config = sync_config(dispatch_interval_ms=60_000, range_read_wait_ms=50)
-    with MessageStore.open(store_dir, config) as store:
+    with RaceStore.open(store_dir, config) as store:
         time.sleep(0.05)
-        store.race._wake_dispatch = lambda: None  # a dispatch stalled for good
+        store._wake_dispatch = lambda: None  # a dispatch stalled for good
         store.append("T", 0, b"never dispatched")
         started = time.monotonic()
         with pytest.raises(RangeReadTimeoutError, match="range_read_wait_ms"):
@@ -148,7 +150,7 @@ def test_get_range_times_out_when_dispatch_never_comes(store_dir: Path) -> None:
 
 
 def test_get_range_needs_in_process_dispatch(store_dir: Path) -> None:
-    with MessageStore.open(store_dir, sync_config(dispatch_enabled=False)) as store:
+    with RaceStore.open(store_dir, sync_config(dispatch_enabled=False)) as store:
         store.append("T", 0, b"x")
         with pytest.raises(StoreError, match="dispatch_enabled=false"):
             store.get_range("T", 0, 0, 1)
@@ -156,8 +158,8 @@ def test_get_range_needs_in_process_dispatch(store_dir: Path) -> None:
 
 def test_user_listener_still_gets_notices(store_dir: Path) -> None:
     seen: list[dict[tuple[str, int], int]] = []
-    with MessageStore.open(store_dir, sync_config(),
-                           listener=lambda notices: seen.append(dict(notices))) as store:
+    with RaceStore.open(store_dir, sync_config(),
+                        listener=lambda notices: seen.append(dict(notices))) as store:
         store.append("T", 4, b"x")
         assert store.get_range("T", 4, 0, 1) == {0: b"x"}
     assert any(notices.get(("T", 4)) == 1 for notices in seen)
@@ -192,16 +194,16 @@ def test_appended_data_survives_kill9_with_aligned_groups(tmp_path: Path) -> Non
         for acked_run, producer, sequence, queue_id, offset in lines:
             assert (queue_id, offset) not in acked, "an acknowledged offset was reused"
             acked[queue_id, offset] = body_for(acked_run, producer, sequence)
-        with MessageStore.open(store_dir, race_config()) as store:
+        with RaceStore.open(store_dir, race_config()) as store:
             for queue_id in range(QUEUES):
                 read = store.get_range(TOPIC, queue_id, 0, 1 << 20)
-                assert store.max_offset(TOPIC, queue_id) == len(read)
+                assert store.store.max_offset(TOPIC, queue_id) == len(read)
                 for (acked_queue, offset), body in acked.items():
                     if acked_queue == queue_id:
                         assert read[offset] == body, (queue_id, offset)
-            assert store.next_queue_offset(PADDING_TOPIC, 0) == 0
-            messages = sum(1 for _ in store.iter_messages())
-            assert messages == sum(store.max_offset(TOPIC, q) for q in range(QUEUES))
+            assert store.store.next_queue_offset(PADDING_TOPIC, 0) == 0
+            messages = sum(1 for _ in store.store.iter_messages())
+            assert messages == sum(store.store.max_offset(TOPIC, q) for q in range(QUEUES))
         summaries, corruptions = verify_store(store_dir)  # recovered, closed cleanly
         assert not corruptions, corruptions
         records = sum(summary.record_count for summary in summaries)

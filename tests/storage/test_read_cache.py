@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.storage import ConfigError, FlushMode, MessageStore, StoreConfig
+from mqstore.storage import ConfigError, FlushMode, StoreConfig
+from mqstore.storage.race import RaceStore
 from mqstore.storage.race.read_cache import PrefetchService, ReadCache
 from tests.conftest import small_config
 
@@ -180,11 +181,11 @@ def test_cache_settings_are_checked(setting: str, value: object) -> None:
         small_config(**{setting: value})
 
 
-def race_store(directory: Path, *, cache_on: bool) -> MessageStore:
+def race_store(directory: Path, *, cache_on: bool) -> RaceStore:
     config: StoreConfig = small_config(
         flush_mode=FlushMode.SYNC, read_cache_enabled=cache_on,
         read_cache_capacity_bytes=64 * 1024, read_cache_size_classes_bytes=(512, 2048, 4096))
-    return MessageStore.open(directory, config)
+    return RaceStore.open(directory, config)
 
 
 def test_get_range_answers_the_same_with_the_cache_on_and_off(tmp_path: Path) -> None:
@@ -201,13 +202,13 @@ def test_get_range_answers_the_same_with_the_cache_on_and_off(tmp_path: Path) ->
                 assert off.append("T", queue_id, data) == on.append("T", queue_id, data)
                 continue
             if rng.random() < 0.1:
-                positions[queue_id] = rng.randrange(off.next_queue_offset("T", queue_id) + 2)
+                positions[queue_id] = rng.randrange(off.store.next_queue_offset("T", queue_id) + 2)
             offset, fetch_num = positions[queue_id], rng.randint(1, 40)
             answer = off.get_range("T", queue_id, offset, fetch_num)
             assert on.get_range("T", queue_id, offset, fetch_num) == answer
             positions[queue_id] = offset + len(answer)
-        assert on.race.cache is not None
-        stats = on.race.cache.stats()
+        assert on.cache is not None
+        stats = on.cache.stats()
         assert stats.hits > 50, stats
         assert stats.misses > 0, stats
         assert stats.allocated_bytes <= 64 * 1024

@@ -14,7 +14,7 @@ from mqstore.storage.format import record
 from mqstore.storage.format.message import decode_stored
 from mqstore.storage.format.properties import encode_properties
 from mqstore.storage.format.record import LAYOUTS, RecordCheck, check_record, encode_record
-from mqstore.storage.recovery.startup import COMMITLOG_DIRECTORY
+from mqstore.storage.format.volume import COMMITLOG_DIRECTORY
 
 V4_HOST = (bytes([10, 0, 0, 1]), 5555)
 V6_HOST = (bytes(15) + b"\x01", 10911)

@@ -48,8 +48,8 @@ def test_expired_segments_go_at_the_delete_hour_and_queues_follow(store_dir: Pat
         store.put(Message("Late", 0, b"only in the last segment"))
         time.sleep(0.05)  # the async flush syncs every 10 ms: all but the tail on disk
         _age_all_segments(store_dir, days=4)
-        assert store._retention.clean(now=NOT_A_DELETE_HOUR) == []
-        removed = store._retention.clean(now=A_DELETE_HOUR)
+        assert store._wiring.retention.clean(now=NOT_A_DELETE_HOUR) == []
+        removed = store._wiring.retention.clean(now=A_DELETE_HOUR)
         assert len(removed) >= 3
         assert store.min_position == removed[-1].end_position
         for segment in removed:
@@ -70,7 +70,7 @@ def test_a_held_segment_stays_mapped_until_released(store_dir: Path) -> None:
         assert held.status is GetStatus.FOUND
         first_body = bytes(held.messages[0].body)
         _age_all_segments(store_dir, days=4)
-        removed = store._retention.clean(now=A_DELETE_HOUR)
+        removed = store._wiring.retention.clean(now=A_DELETE_HOUR)
         assert removed
         oldest = removed[0]
         assert oldest.path.exists(), "a segment a reader holds keeps its file"
@@ -83,14 +83,14 @@ def test_full_disk_refuses_writes_and_deletes_until_it_recovers(store_dir: Path)
     with MessageStore.open(store_dir, _config()) as store:  # type: ignore[arg-type]
         _fill_segments(store, 4)
         time.sleep(0.05)
-        store._retention._disk_usage = lambda path: 0.95
-        removed = store._retention.clean(now=NOT_A_DELETE_HOUR)
+        store._wiring.retention._disk_usage = lambda path: 0.95
+        removed = store._wiring.retention.clean(now=NOT_A_DELETE_HOUR)
         assert removed, "above the force ratio, age does not matter"
         refused = store.put(Message("R", 0, b"no room"))
         assert refused.status is PutStatus.SERVICE_NOT_AVAILABLE
         assert "disk 95% used" in refused.reason
-        store._retention._disk_usage = lambda path: 0.40
-        store._retention.clean(now=NOT_A_DELETE_HOUR)
+        store._wiring.retention._disk_usage = lambda path: 0.40
+        store._wiring.retention.clean(now=NOT_A_DELETE_HOUR)
         assert store.put(Message("R", 0, b"room again")).ok
 
 
@@ -98,8 +98,8 @@ def test_the_active_segment_is_never_deleted(store_dir: Path) -> None:
     with MessageStore.open(store_dir, _config()) as store:  # type: ignore[arg-type]
         store.put(Message("R", 0, b"alone"))
         time.sleep(0.05)
-        store._retention._disk_usage = lambda path: 0.99
-        assert store._retention.clean(now=A_DELETE_HOUR) == []
+        store._wiring.retention._disk_usage = lambda path: 0.99
+        assert store._wiring.retention.clean(now=A_DELETE_HOUR) == []
         assert store.segment_count == 1
 
 

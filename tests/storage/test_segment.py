@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import FlushMode, PreallocateMethod, StoreFormatError
-from mqstore.storage.files.segment import CommitLogSegment, parse_segment_name, segment_name
+from mqstore.storage.files.segment import CommitLogSegment
+from mqstore.storage.format.volume import offset_file_name, parse_offset_file_name
 from tests.conftest import small_config
 
 SIZE = 64 * 1024
@@ -19,10 +20,10 @@ def _segment(directory: Path, start: int = 0) -> CommitLogSegment:
 
 
 def test_names_are_twenty_digit_start_positions() -> None:
-    assert segment_name(1 << 30) == "00000000001073741824"
-    assert parse_segment_name("00000000001073741824") == 1 << 30
-    assert parse_segment_name("0000000000107374182") is None
-    assert parse_segment_name("0000000000107374182x") is None
+    assert offset_file_name(1 << 30) == "00000000001073741824"
+    assert parse_offset_file_name("00000000001073741824") == 1 << 30
+    assert parse_offset_file_name("0000000000107374182") is None
+    assert parse_offset_file_name("0000000000107374182x") is None
 
 
 CONCRETE_METHODS = [m for m in PreallocateMethod if m is not PreallocateMethod.AUTO]
@@ -34,7 +35,7 @@ def test_create_gives_a_full_size_zeroed_file(tmp_path: Path, method: Preallocat
                                               warmup: bool) -> None:
     segment = CommitLogSegment.create(tmp_path, start_position=SIZE, size_bytes=SIZE,
                                       method=method, warmup=warmup)
-    assert segment.path.name == segment_name(SIZE)
+    assert segment.path.name == offset_file_name(SIZE)
     assert segment.path.stat().st_size == SIZE
     assert not any(segment.mapping[:])
     assert list(tmp_path.iterdir()) == [segment.path]  # no temporary name left behind

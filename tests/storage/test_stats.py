@@ -66,7 +66,7 @@ def test_retention_counts_the_segments_and_bytes_it_deletes(store_dir: Path) -> 
         past = time.time() - 4 * 24 * 3600
         for path in (store_dir / "commitlog").iterdir():
             os.utime(path, (past, past))
-        removed = store._retention.clean(now=A_DELETE_HOUR)
+        removed = store._wiring.retention.clean(now=A_DELETE_HOUR)
         assert removed
         stats = store.stats
         assert stats.retention_deleted_segments_total == len(removed)

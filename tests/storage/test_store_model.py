@@ -5,7 +5,7 @@ The model is the list of every acknowledged record in physical order (topic, que
 offset, physical offset, size, body, tags, keys); a queue is the sub-list of its records.
 Physical offsets are predicted too: a record (or a whole batch) goes where the previous one
 ended unless it does not fit beside the 8-byte BLANK reserve, and then it starts the next
-64 KiB segment.  `get` is predicted from the status table in `storage/reads/reads.py`, including
+64 KiB segment.  `get` is predicted from the status table in `storage/reads/get.py`, including
 the scan window (at least 800 entries, never past the consume queue file holding `offset`).
 
 Crash simulation, without killing the test process: a kill -9 leaves exactly the page cache,

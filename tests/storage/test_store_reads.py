@@ -10,7 +10,7 @@ import pytest
 from mqstore.storage import GetStatus, Message, MessageStore
 from mqstore.storage.format.java_hash import java_string_hash
 from mqstore.storage.queues.consume_queue import ConsumeQueue
-from mqstore.storage.reads.reads import get as get_from_queue
+from mqstore.storage.reads.get import get as get_from_queue
 from tests.conftest import small_config
 
 

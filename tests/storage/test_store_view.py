@@ -153,7 +153,7 @@ def test_retention_deletes_old_files_but_never_a_held_read(store_dir: Path,
         assert [bytes(m.body) for m in held.messages] == [row[2] for row in expected[:32]]
         time.sleep(0.05)  # flushed every 10 ms: retention deletes flushed segments only
         _age_segments(store_dir)
-        removed = writer._retention.clean(now=datetime.datetime(2026, 11, 21, 4, 0))
+        removed = writer._wiring.retention.clean(now=datetime.datetime(2026, 11, 21, 4, 0))
         assert len(removed) > 20
         queue_directory = store_dir / "consumequeue" / "R" / "0"
         deadline = time.monotonic() + 20

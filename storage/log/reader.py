@@ -15,7 +15,7 @@ import os
 import threading
 from pathlib import Path
 
-from ..files.mapped_file import offset_file_name
+from ..format.volume import offset_file_name
 
 
 class CommitLogReader:

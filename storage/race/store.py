@@ -1,4 +1,10 @@
-"""The race API of seed 003 (spec §12): `append` and `get_range` on top of put and get.
+"""The race API of the 2021 Tianchi race (spec §12): `append` and `get_range` on top of
+`put` and `get`, as an opt-in wrapper around a `MessageStore`:
+
+    with RaceStore.open("./data", StoreConfig(flush_mode=FlushMode.SYNC)) as race:
+        race.append("topic1", 7, b"payload")      # 0, 1, 2, ... per queue, once synced
+        race.get_range("topic1", 7, 0, 100)       # {0: b"payload"}
+        race.store                                # the MessageStore underneath
 
     append(topic, queue_id, data) -> int
         A put of `Message(topic, queue_id, data)` under sync flush: returns the queue offset
@@ -25,65 +31,70 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Protocol
+from pathlib import Path
+from types import TracebackType
 
 from ..config import StoreConfig
 from ..dispatch.dispatcher import Listener, QueueNotices
 from ..errors import AppendError, RangeReadTimeoutError, StoreError
-from ..format.message import Message, PutResult, PutStatus
-from ..reads.reads import GetResult, GetStatus
-from ..service_thread import FatalHandler
+from ..format.message import Message, PutStatus
+from ..reads.get import GetStatus
+from ..store import MessageStore
 from .read_cache import PrefetchService, ReadCache
 
 
-class RaceStore(Protocol):
-    """What the race API uses of `MessageStore`."""
+class RaceStore:
+    """A `MessageStore` opened with the race API: use `RaceStore.open(directory, config)`."""
 
-    def put(self, message: Message) -> PutResult: ...
-
-    def get(self, topic: str, queue_id: int, offset: int, max_messages: int) -> GetResult: ...
-
-    def next_queue_offset(self, topic: str, queue_id: int) -> int: ...
-
-    def max_offset(self, topic: str, queue_id: int) -> int: ...
-
-
-class RaceApi:
-    """One per store (`MessageStore.append` and `get_range` delegate here)."""
-
-    def __init__(self, store: RaceStore, config: StoreConfig, *,
-                 wake_dispatch: Callable[[], None] | None, on_fatal: FatalHandler) -> None:
-        self._store = store
+    def __init__(self, directory: Path, config: StoreConfig, *,
+                 listener: Listener | None) -> None:
         self._config = config
-        self._wake_dispatch = wake_dispatch
         self._wait_s = config.range_read_wait_ms / 1000
         self._dispatched = threading.Condition()
+        self._user_listener = listener
+        self.store = MessageStore.open(directory, config, listener=self._on_dispatched)
+        self._wake_dispatch = self.store.wake_dispatch if config.dispatch_enabled else None
         self.cache = (ReadCache(capacity_bytes=config.read_cache_capacity_bytes,
                                 size_classes_bytes=config.read_cache_size_classes_bytes)
                       if config.read_cache_enabled else None)
         self.prefetch: PrefetchService | None = None
+        self.prefetch_failure: str | None = None
+        """Why the prefetch thread stopped, or None (reads go on without it)."""
         if self.cache is not None and config.read_cache_prefetch_enabled:
             self.prefetch = PrefetchService(
-                self.cache, load=self._load, on_fatal=on_fatal,
+                self.cache, load=self._load, on_fatal=self._on_prefetch_failed,
                 pending_max=config.read_cache_prefetch_pending_max)
             self.prefetch.start()
 
-    def listener(self, user: Listener | None) -> Listener:
-        """The dispatch listener: wake waiting `get_range`s, then call `user`'s."""
+    @classmethod
+    def open(cls, directory: str | Path, config: StoreConfig | None = None, *,
+             listener: Listener | None = None) -> RaceStore:
+        """Open the store in `directory` for the race API; `listener` also gets the
+        dispatch notices (after waiting `get_range`s are woken)."""
+        return cls(Path(directory), config or StoreConfig(), listener=listener)
 
-        def on_dispatched(notices: QueueNotices) -> None:
-            with self._dispatched:
-                self._dispatched.notify_all()
-            if user is not None:
-                user(notices)
+    def _on_dispatched(self, notices: QueueNotices) -> None:
+        """The dispatch listener: wake waiting `get_range`s, then the caller's listener."""
+        with self._dispatched:
+            self._dispatched.notify_all()
+        if self._user_listener is not None:
+            self._user_listener(notices)
 
-        return on_dispatched
+    def _on_prefetch_failed(self, service: str, error: BaseException) -> None:
+        self.prefetch_failure = f"{service} failed: {error!r}"
 
     def close(self) -> None:
-        """Stop the prefetch thread (first on close: it reads through the store)."""
+        """Stop the prefetch thread (first: it reads through the store), then the store."""
         if self.prefetch is not None:
             self.prefetch.stop()
+        self.store.close()
+
+    def __enter__(self) -> RaceStore:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
 
     # -- append ------------------------------------------------------------------------------
     def append(self, topic: str, queue_id: int, data: bytes | bytearray | memoryview) -> int:
@@ -91,7 +102,7 @@ class RaceApi:
             raise StoreError("append returns an offset only once the data is durable, which "
                              "needs flush_mode=FlushMode.SYNC (group commit); this store runs "
                              "async flush")
-        result = self._store.put(Message(topic, queue_id, data))  # type: ignore[arg-type]
+        result = self.store.put(Message(topic, queue_id, data))  # type: ignore[arg-type]
         if result.status is not PutStatus.PUT_OK:
             raise AppendError(result.status, result.reason)
         if self.cache is not None:
@@ -105,7 +116,7 @@ class RaceApi:
         if self._wake_dispatch is None:
             raise StoreError("get_range reads the consume queues, which this store does not "
                              "build (dispatch_enabled=false)")
-        end = min(offset + fetch_num, self._store.next_queue_offset(topic, queue_id))
+        end = min(offset + fetch_num, self.store.next_queue_offset(topic, queue_id))
         if end <= offset:
             return {}
         bodies: list[bytes | None] = [None] * (end - offset)
@@ -117,7 +128,7 @@ class RaceApi:
             self._wait_dispatched(topic, queue_id, missing[-1] + 1)
             for start, stop in _runs(missing):
                 self._read_log(topic, queue_id, start, stop, bodies, base=offset)
-        if self.prefetch is not None and end < self._store.max_offset(topic, queue_id):
+        if self.prefetch is not None and end < self.store.max_offset(topic, queue_id):
             self.prefetch.submit(topic, queue_id, end, end + fetch_num)
         result: dict[int, bytes] = {}
         for index, body in enumerate(bodies):
@@ -127,7 +138,7 @@ class RaceApi:
 
     def _wait_dispatched(self, topic: str, queue_id: int, end: int) -> None:
         """Until the consume queue holds every offset below `end`, bounded."""
-        max_offset = self._store.max_offset
+        max_offset = self.store.max_offset
         if max_offset(topic, queue_id) >= end:
             return
         assert self._wake_dispatch is not None
@@ -148,7 +159,7 @@ class RaceApi:
         """Copy the bodies of [start, end) from the log into `bodies[offset - base]`."""
         offset = start
         while offset < end:
-            result = self._store.get(topic, queue_id, offset, end - offset)
+            result = self.store.get(topic, queue_id, offset, end - offset)
             try:
                 if result.status is not GetStatus.FOUND or result.next_offset <= offset:
                     raise StoreError(f"{topic}/{queue_id}: offset {offset} is not readable: "
@@ -166,7 +177,7 @@ class RaceApi:
 
     def _load(self, topic: str, queue_id: int, start: int, end: int) -> dict[int, bytes]:
         """Prefetch: the bodies of [start, end) that are dispatched already (no waiting)."""
-        end = min(end, self._store.max_offset(topic, queue_id))
+        end = min(end, self.store.max_offset(topic, queue_id))
         if end <= start:
             return {}
         bodies: list[bytes | None] = [None] * (end - start)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..files.consume_queue_file import ENTRY_SIZE_BYTES, FILLER_SIZE
 from ..format import record
-from ..log.commitlog_reader import CommitLogReader
+from ..log.reader import CommitLogReader
 from ..queues.consume_queue import ConsumeQueue
 from ..queues.consume_queues import ConsumeQueues
 

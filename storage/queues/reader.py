@@ -22,8 +22,7 @@ import logging
 from pathlib import Path
 
 from ..files.consume_queue_file import ENTRY_SIZE_BYTES, entries_below_in_file
-from ..files.mapped_file import parse_offset_file_name
-from .consume_queues import CONSUME_QUEUE_DIRECTORY
+from ..format.volume import CONSUME_QUEUE_DIRECTORY, parse_offset_file_name
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import ReplicationGapError
-from ..format import record
+from . import record
 
 _SIZE_AND_MAGIC = struct.Struct(">ii")
 _PHYSICAL_OFFSET = struct.Struct(">q")

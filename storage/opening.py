@@ -1,0 +1,162 @@
+"""Opening a store directory: lock, load, recover, and where the queues and dispatch resume.
+
+    lock → abort marker, checkpoint → commit log segments
+         → the indexer's files: consume queues, index (embedded; dispatch_enabled)
+         → plan recovery (decision table in recovery.py)
+         → scan the commit log from where the consume queues end (or the verified window)
+         → cut the commit log at its valid end; the indexer cuts what points past it
+         → next queue offsets = consume queues' ends, raised by the records scanned
+         → the indexer's resume rule (dispatch/indexer.py), no later than the verified
+           window after an abnormal or full recovery
+
+With `dispatch_enabled=False` (the writer of a split deployment) only the commit log is
+recovered: consume queues and the index belong to the indexer process, and queue offsets
+come from its queues below what it published as synced (`dispatched`), read-only
+(`queues/reader.py`), raised by the records recovery scans from there on.
+
+Everything opened here is closed again if a later step fails, and the lock is released.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from .config import StoreConfig
+from .dispatch.indexer import Indexer
+from .dispatch.log_source import SegmentListSource
+from .errors import StoreFormatError
+from .files.checkpoint import Checkpoint
+from .files.lockfile import AbortMarker, StoreLock
+from .files.watermarks import DispatchedFile
+from .format import volume
+from .log.segment_list import SegmentList
+from .queues.reader import read_next_offsets
+from .recovery.recovery import RecoveryMode, RecoveryReport, plan_recovery, recover
+
+log = logging.getLogger(__name__)
+
+QueueOffsets = dict[tuple[str, int], int]
+
+
+@dataclasses.dataclass
+class OpenedStore:
+    """Everything `MessageStore` runs on, recovered and consistent."""
+
+    lock: StoreLock
+    abort: AbortMarker
+    checkpoint: Checkpoint
+    segment_list: SegmentList
+    indexer: Indexer | None
+    """The embedded indexer (dispatch_enabled), resumed, not yet started."""
+    source: SegmentListSource
+    report: RecoveryReport
+    queue_offsets: QueueOffsets
+
+    def close(self) -> None:
+        """Undo the open (a later step of the store's construction failed)."""
+        if self.indexer is not None:
+            self.indexer.close()
+        self.segment_list.close()
+        self.checkpoint.close()
+        self.lock.release()
+
+
+def open_directory(directory: Path, config: StoreConfig) -> OpenedStore:
+    (directory / volume.COMMITLOG_DIRECTORY).mkdir(parents=True, exist_ok=True)
+    lock = StoreLock(directory / volume.LOCK_FILE)
+    lock.acquire()
+    closers: list[Callable[[], None]] = [lock.release]
+    try:
+        abort = AbortMarker(directory / volume.ABORT_FILE)
+        checkpoint = Checkpoint(directory / volume.CHECKPOINT_FILE)
+        closers.append(checkpoint.close)
+        segment_list = SegmentList(directory / volume.COMMITLOG_DIRECTORY,
+                                   segment_size_bytes=config.segment_size_bytes,
+                                   pooled=config.pool_enabled)
+        closers.append(segment_list.close)
+        segment_list.load()
+        source = SegmentListSource(segment_list)
+        indexer = None
+        if config.dispatch_enabled:
+            indexer = Indexer(directory, config, source=source, checkpoint=checkpoint,
+                              abnormal=abort.present,
+                              publish_dispatched=config.positions_publish_enabled)
+            closers.append(indexer.close)
+        report = plan_recovery(segment_list.segments, abort_present=abort.present,
+                               checkpoint_state=checkpoint.state, checkpoint=checkpoint.values,
+                               recovery_segments_max=config.recovery_segments_max)
+        if indexer is not None:
+            queue_offsets = _recover_with_indexer(segment_list, indexer, report)
+        else:
+            queue_offsets = _recover_log_only(directory, segment_list, report, config)
+        _set_timestamps(segment_list, report)
+        source.recovered_end_position = report.end_position
+    except BaseException:
+        for close in reversed(closers):
+            close()
+        raise
+    return OpenedStore(lock=lock, abort=abort, checkpoint=checkpoint,
+                       segment_list=segment_list, indexer=indexer, source=source,
+                       report=report, queue_offsets=queue_offsets)
+
+
+def _recover_with_indexer(segment_list: SegmentList, indexer: Indexer,
+                          report: RecoveryReport) -> QueueOffsets:
+    """Scan from where the consume queues end, cut, and resume the indexer."""
+    scanned: QueueOffsets = {}
+    recover(segment_list, report, scanned,
+            scan_from_position=indexer.queues.max_physical_end)
+    indexer.cut_back(report.end_position)
+    floor = None
+    if report.mode in (RecoveryMode.ABNORMAL, RecoveryMode.FULL) and segment_list.segments:
+        first_verified = min(report.verify_from_segment, len(segment_list.segments) - 1)
+        floor = segment_list.segments[first_verified].start_position
+    indexer.resume(floor_position=floor)
+    return _merge(indexer.queues.next_offsets(), scanned)
+
+
+def _recover_log_only(directory: Path, segment_list: SegmentList, report: RecoveryReport,
+                      config: StoreConfig) -> QueueOffsets:
+    """The writer of a split deployment: queue offsets from the indexer's queues below what
+    it synced, read-only, raised by the records recovery scans from there."""
+    synced = max(indexer_synced_position(directory), segment_list.min_position)
+    scanned: QueueOffsets = {}
+    recover(segment_list, report, scanned, scan_from_position=synced)
+    below = read_next_offsets(directory, below_physical=min(synced, report.end_position),
+                              file_size_bytes=config.consume_queue_file_size_bytes)
+    return _merge(below, scanned)
+
+
+def _merge(from_queues: QueueOffsets, scanned: QueueOffsets) -> QueueOffsets:
+    merged = dict(from_queues)
+    for key, next_offset in scanned.items():
+        merged[key] = max(next_offset, merged.get(key, 0))
+    return merged
+
+
+def indexer_synced_position(directory: Path) -> int:
+    """What the indexer published as synced in `dispatched`; 0 if nothing (yet) or unreadable
+    (then recovery scans the whole log for queue offsets: slower, still right)."""
+    try:
+        dispatched = DispatchedFile(directory / volume.DISPATCHED_FILE, writable=False)
+    except (FileNotFoundError, StoreFormatError) as error:
+        if not isinstance(error, FileNotFoundError):
+            log.warning("ignoring %s: %s", volume.DISPATCHED_FILE, error)
+        return 0
+    try:
+        found = dispatched.read()
+    except StoreFormatError as error:
+        log.warning("ignoring %s: %s", volume.DISPATCHED_FILE, error)
+        return 0
+    finally:
+        dispatched.close()
+    return found[1]["synced_position"] if found is not None else 0
+
+
+def _set_timestamps(segment_list: SegmentList, report: RecoveryReport) -> None:
+    segment_list.last_store_timestamp_ms = report.last_store_timestamp_ms
+    segment_list.committed_store_timestamp_ms = report.last_store_timestamp_ms
+    segment_list.flushed_store_timestamp_ms = report.last_store_timestamp_ms

@@ -1,0 +1,103 @@
+"""`StoreReads`: the read API over one store's files, whoever writes them.
+
+`MessageStore` (its own segment list, consume queues and index) and `StoreView` (a directory
+other processes write, mapped read-only) both serve their reads through one of these, so a
+read answers the same statuses and next offsets wherever it runs (get.py).  The owner
+passes where each piece comes from:
+
+    find_segment(position)   the segment holding a position (None if gone or not written)
+    log_range()              (start, committed end) of the readable log
+    queue(topic, queue id)   the consume queue, or None if it does not exist (yet)
+    index                    the key index, or None (index_enabled=false)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
+
+from ..config import StoreConfig
+from ..errors import StoreError
+from ..format.message import StoredMessage
+from ..queues.consume_queue import ConsumeQueue
+from . import get as reads
+from .get import FindSegment, GetResult, NoRecordError
+
+QUERY_END_MS = 1 << 62
+"""A key query with no end time covers every store time."""
+
+
+class KeyIndex(Protocol):
+    """`IndexService` (the writer's or the indexer's) and `IndexReader` (read-only)."""
+
+    def query(self, *, topic: str, key: str, begin_ms: int, end_ms: int, max_results: int,
+              key_matches: Callable[[int], bool]) -> list[int]: ...
+
+
+class StoreReads:
+    def __init__(self, config: StoreConfig, *, find_segment: FindSegment,
+                 log_range: Callable[[], tuple[int, int]],
+                 queue: Callable[[str, int], ConsumeQueue | None],
+                 index: KeyIndex | None) -> None:
+        self._config = config
+        self._find_segment = find_segment
+        self._log_range = log_range
+        self._queue = queue
+        self.index = index
+
+    def message_at(self, physical_offset: int) -> StoredMessage:
+        """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`);
+        `NoRecordError` if no readable record starts there."""
+        return reads.message_at(self._find_segment, physical_offset, log_range=self._log_range())
+
+    def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
+        """Every message from `start_position` (a record start; default: the log's start) to
+        the committed end, in physical order; BLANK records and group-commit fillers
+        skipped."""
+        start, end = self._log_range()
+        return reads.iter_messages(self._find_segment,
+                                   start if start_position is None else start_position, end)
+
+    def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
+            tags: Sequence[str] | None = None) -> GetResult:
+        """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
+        the result when done.  `tags` filters by tag hash, then by exact tag."""
+        return reads.get(self._queue(topic, queue_id), offset, max_messages, tags=tags,
+                         find_segment=self._find_segment,
+                         transfer_count_max=self._config.get_transfer_count_max,
+                         transfer_bytes_max=self._config.get_transfer_bytes_max)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queue(topic, queue_id)
+        return queue.min_offset if queue is not None else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """The next offset of the queue (exclusive), as far as it is readable."""
+        queue = self._queue(topic, queue_id)
+        return queue.max_offset if queue is not None else 0
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first queue offset whose message was stored at or after `timestamp_ms` (the
+        max offset if none was): where a consumer seeking to a time starts."""
+        queue = self._queue(topic, queue_id)
+        if queue is None:
+            return 0
+        return reads.offset_by_time(queue, timestamp_ms, find_segment=self._find_segment)
+
+    def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
+                     max_messages: int = 32) -> list[StoredMessage]:
+        """Messages of `topic` whose KEYS (or UNIQ_KEY) include `key`, stored within
+        [begin_ms, end_ms], oldest first.  Exact: a hash collision is never returned."""
+        if self.index is None:
+            raise StoreError("the index is disabled (index_enabled=false)")
+        matches = reads.key_matcher(topic, key, message_at=self._message_at_or_none)
+        positions = self.index.query(topic=topic, key=key, begin_ms=begin_ms,
+                                     end_ms=QUERY_END_MS if end_ms is None else end_ms,
+                                     max_results=max_messages, key_matches=matches)
+        return [self.message_at(position) for position in positions]
+
+    def _message_at_or_none(self, physical_offset: int) -> StoredMessage | None:
+        try:
+            return self.message_at(physical_offset)
+        except NoRecordError:
+            return None
