@@ -10,7 +10,7 @@ fails is cut; dispatch then writes it again from the log.
 
 from __future__ import annotations
 
-from ..files.consume_queue_file import ENTRY_SIZE_BYTES, FILLER_SIZE
+from ..files.consume_queue_file import ENTRY_SIZE_BYTES, is_filler
 from ..format import record
 from ..log.reader import CommitLogReader
 from ..queues.consume_queue import ConsumeQueue
@@ -26,8 +26,8 @@ def cut_torn_queue_tails(queues: ConsumeQueues, reader: CommitLogReader) -> int:
         if last is None:
             continue
         physical_offset, size_bytes = last
-        if not _matches_record(reader, physical_offset, size_bytes,
-                               queue_offset=queue.max_offset - 1):
+        if not _holds_entry(reader, physical_offset, size_bytes, queue_id=queue.queue_id,
+                            queue_offset=queue.max_offset - 1):
             queue.truncate_to_physical(physical_offset)
             cut += 1
     return cut
@@ -40,19 +40,18 @@ def _last_entry(queue: ConsumeQueue) -> tuple[int, int] | None:
     if last.written_position == 0:
         return None
     physical_offset, size_bytes, _ = last.entry(last.written_position - ENTRY_SIZE_BYTES)
-    if size_bytes == FILLER_SIZE and physical_offset == 0:
+    if is_filler(physical_offset, size_bytes):
         return None
     return physical_offset, size_bytes
 
 
-def _matches_record(reader: CommitLogReader, physical_offset: int, size_bytes: int, *,
-                    queue_offset: int) -> bool:
+def _holds_entry(reader: CommitLogReader, physical_offset: int, size_bytes: int, *,
+                 queue_id: int, queue_offset: int) -> bool:
     found = reader.segment(physical_offset)
     if found is None:
         return False
     mapping, start = found
-    check = record.check_record(mapping, physical_offset - start,
-                                limit=reader.segment_size_bytes,
-                                expected_physical_offset=physical_offset, verify_crc=False)
-    return (check.status is record.RecordCheck.OK and check.head is not None
-            and check.size_bytes == size_bytes and check.head.queue_offset == queue_offset)
+    return record.holds_entry(mapping, physical_offset - start,
+                              limit=reader.segment_size_bytes, physical_offset=physical_offset,
+                              size_bytes=size_bytes, queue_id=queue_id,
+                              queue_offset=queue_offset)

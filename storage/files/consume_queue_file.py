@@ -17,8 +17,8 @@ queues), and read in bulk through a numpy structured view.
 
 from __future__ import annotations
 
-import os
 import struct
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,20 @@ assert ENTRY_DTYPE.itemsize == ENTRY_SIZE_BYTES
 
 FILLER_SIZE = 0x7FFFFFFF
 """RocketMQ fills the slots before a queue's first entry with (0, Integer.MAX_VALUE, 0)."""
+
+
+@overload
+def is_filler(physical_offset: int, size: int) -> bool: ...
+
+
+@overload
+def is_filler(physical_offset: npt.NDArray[Any],
+              size: npt.NDArray[Any]) -> npt.NDArray[np.bool_]: ...
+
+
+def is_filler(physical_offset: Any, size: Any) -> Any:
+    """The one filler test, for one entry's fields or for numpy columns of many."""
+    return (physical_offset == 0) & (size == FILLER_SIZE)
 
 Entries = npt.NDArray[np.void]
 
@@ -80,30 +94,3 @@ class ConsumeQueueFile(MappedFile):
         count = int(invalid[0]) if invalid.size else len(view)
         del view, valid
         return count * ENTRY_SIZE_BYTES
-
-
-def entries_below_in_file(path: os.PathLike[str], below_physical: int, *, first_index: int,
-                          slots: int) -> int:
-    """How many leading entries of the file are written (size ≠ 0) and start below the
-    bound, searching from `first_index` (known to qualify up to there).  One 20-byte pread
-    per step: log2(slots) of them, never a read of the whole file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return first_index  # deleted meanwhile, or not created yet
-    try:
-        low, high = first_index, slots  # [0, low) qualify; [high, slots) do not
-        while low < high:
-            middle = (low + high) // 2
-            raw = os.pread(fd, ENTRY_SIZE_BYTES, middle * ENTRY_SIZE_BYTES)
-            if len(raw) < ENTRY_SIZE_BYTES:
-                high = middle
-                continue
-            physical_offset, size, _ = ENTRY.unpack(raw)
-            if size != 0 and (size == FILLER_SIZE or physical_offset < below_physical):
-                low = middle + 1
-            else:
-                high = middle
-        return low
-    finally:
-        os.close(fd)

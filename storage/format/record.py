@@ -339,6 +339,20 @@ def check_record(buffer: ReadableBuffer, position: int, *, limit: int,
                           verify_crc=verify_crc)
 
 
+def holds_entry(buffer: ReadableBuffer, position: int, *, limit: int, physical_offset: int,
+                size_bytes: int, queue_id: int, queue_offset: int) -> bool:
+    """Whether a consume queue entry describes the record at `position` of `buffer` (whose
+    valid bytes end at `limit`): a whole message starts there, at `physical_offset`, of
+    `size_bytes`, in queue `queue_id` at `queue_offset`.  The one check every reader of a
+    queue another process writes makes of the entry that may be half-written."""
+    check = check_record(buffer, position, limit=limit,
+                         expected_physical_offset=physical_offset, verify_crc=False)
+    head = check.head
+    return (check.status is RecordCheck.OK and head is not None
+            and head.total_size == size_bytes and head.queue_id == queue_id
+            and head.queue_offset == queue_offset)
+
+
 def _check_message(buffer: ReadableBuffer, position: int, *, total_size: int, limit: int,
                    expected_physical_offset: int, verify_crc: bool) -> CheckResult:
     fixed_min = _V4.record_size(body_bytes=0, topic_bytes=0, properties_bytes=0)

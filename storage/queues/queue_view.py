@@ -24,23 +24,14 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-from collections.abc import Callable
 
 from ..errors import StoreFormatError
-from ..files.consume_queue_file import (
-    ENTRY,
-    ENTRY_SIZE_BYTES,
-    FILLER_SIZE,
-    ConsumeQueueFile,
-    entries_below_in_file,
-)
-from ..format.volume import offset_file_name, parse_offset_file_name
+from ..files.consume_queue_file import ENTRY_SIZE_BYTES, ConsumeQueueFile, is_filler
+from ..format.volume import offset_file_name
 from .consume_queue import ConsumeQueue
+from .reader import QueueFiles, RecordMatches
 
 log = logging.getLogger(__name__)
-
-RecordMatches = Callable[[int, int, int], bool]
-"""(physical offset, size, queue offset) → the commit log holds that record there."""
 
 
 class QueueView(ConsumeQueue):
@@ -110,7 +101,7 @@ class QueueView(ConsumeQueue):
         while low < high:
             middle = (low + high) // 2
             physical_offset, size, _ = first.entry(middle * ENTRY_SIZE_BYTES)
-            if size == FILLER_SIZE or physical_offset < log_min_position:
+            if is_filler(physical_offset, size) or physical_offset < log_min_position:
                 low = middle + 1
             else:
                 high = middle
@@ -133,53 +124,22 @@ class QueueView(ConsumeQueue):
 
     def dispatched_offset(self, below_physical: int, *, record_matches: RecordMatches) -> int:
         """The max offset `dispatched` vouches for: one past the last written entry whose
-        record starts below `below_physical` (searched from the current readable end)."""
-        position = self.max_position
-        if not self.files:
-            starts = self._file_starts()
-            if not starts:
-                return 0
-            position = starts[0]
-        known = position
-        while True:
-            start = position - position % self.file_size_bytes
-            count = entries_below_in_file(self.directory / offset_file_name(start),
-                                          below_physical,
-                                          first_index=(position - start) // ENTRY_SIZE_BYTES,
-                                          slots=self.file_size_bytes // ENTRY_SIZE_BYTES)
-            position = start + count * ENTRY_SIZE_BYTES
-            if count * ENTRY_SIZE_BYTES < self.file_size_bytes:
-                break
-        if position > known and not self._last_entry_matches(position, record_matches):
-            position -= ENTRY_SIZE_BYTES  # a torn entry in the middle of its write
-        return position // ENTRY_SIZE_BYTES
+        record starts below `below_physical` (searched from the current readable end), less
+        a last entry that is being written right now (reader.py)."""
+        files = self._files_on_disk()
+        known = self.max_position // ENTRY_SIZE_BYTES
+        if not files.starts:
+            return 0
+        from_offset = known if self.files else files.starts[0] // ENTRY_SIZE_BYTES
+        end = files.entries_below(below_physical, from_offset=from_offset)
+        return files.trusted_end(end, known_offset=max(known, from_offset),
+                                 record_matches=record_matches)
 
-    def _last_entry_matches(self, end_position: int, record_matches: RecordMatches) -> bool:
-        position = end_position - ENTRY_SIZE_BYTES
-        start = position - position % self.file_size_bytes
-        path = self.directory / offset_file_name(start)
-        try:
-            raw = _pread_entry(path, position - start)
-        except FileNotFoundError:
-            return False
-        if raw is None:
-            return False
-        physical_offset, size, _ = ENTRY.unpack(raw)
-        if size == FILLER_SIZE:
-            return True  # fillers are written with the file, before any notice
-        return record_matches(physical_offset, size, position // ENTRY_SIZE_BYTES)
-
-    # -- files -------------------------------------------------------------------------------
-    def _file_starts(self) -> list[int]:
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        return sorted(start for name in names
-                      if (start := parse_offset_file_name(name)) is not None)
+    def _files_on_disk(self) -> QueueFiles:
+        return QueueFiles(self.directory, file_size_bytes=self.file_size_bytes)
 
     def _open_first(self, *, below_position: int) -> bool:
-        starts = [start for start in self._file_starts() if start < below_position]
+        starts = [start for start in self._files_on_disk().starts if start < below_position]
         if not starts:
             return False
         first = self._open_file(starts[0])
@@ -208,11 +168,3 @@ class QueueView(ConsumeQueue):
         return ConsumeQueueFile(path=path, start_position=start_position,
                                 size_bytes=size_bytes, fd=fd, mapping=mapping)
 
-
-def _pread_entry(path: os.PathLike[str], position: int) -> bytes | None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        raw = os.pread(fd, ENTRY_SIZE_BYTES, position)
-    finally:
-        os.close(fd)
-    return raw if len(raw) == ENTRY_SIZE_BYTES else None

@@ -25,7 +25,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from types import TracebackType
 
 from ..errors import StoreError
-from ..files.consume_queue_file import ENTRY_SIZE_BYTES, FILLER_SIZE, Entries
+from ..files.consume_queue_file import ENTRY_SIZE_BYTES, Entries, is_filler
 from ..files.segment import CommitLogSegment
 from ..format import record
 from ..format.java_hash import java_string_hash
@@ -159,7 +159,8 @@ def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
         if len(result.messages) >= count_max or (result.messages and
                                                  total_bytes + size > bytes_max):
             return index
-        if size == FILLER_SIZE or (wanted is not None and codes[index] not in wanted):
+        if is_filler(physical_offset, size) or (wanted is not None
+                                                and codes[index] not in wanted):
             continue
         read = _read_message(physical_offset, find_segment)
         if read is None:

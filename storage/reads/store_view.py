@@ -49,7 +49,8 @@ from ..format.volume import (
     POSITIONS_FILE,
 )
 from ..index.reader import IndexReader
-from ..queues.queue_view import QueueView, RecordMatches
+from ..queues.queue_view import QueueView
+from ..queues.reader import RecordMatches
 from .get import GetResult
 from .log_view import LogView
 from .store_reads import StoreReads
@@ -245,16 +246,12 @@ class StoreView:
             if segment is None or not segment.hold():
                 return False
             try:
-                check = record.check_record(
+                return record.holds_entry(
                     segment.mapping, physical_offset - segment.start_position,
-                    limit=segment.read_position, expected_physical_offset=physical_offset,
-                    verify_crc=False)
+                    limit=segment.read_position, physical_offset=physical_offset,
+                    size_bytes=size_bytes, queue_id=queue_id, queue_offset=queue_offset)
             finally:
                 segment.release()
-            head = check.head
-            return (check.status is record.RecordCheck.OK and head is not None
-                    and head.total_size == size_bytes and head.queue_offset == queue_offset
-                    and head.queue_id == queue_id)
 
         return matches
 

@@ -11,14 +11,13 @@ import mmap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import StoreFormatError
-from ..files.consume_queue_file import ENTRY_DTYPE, ENTRY_SIZE_BYTES, FILLER_SIZE
+from ..files.consume_queue_file import ENTRY_SIZE_BYTES
 from ..files.index_file import INDEX_HEADER
 from ..files.mapped_file import last_nonzero_end
 from ..format import record
-from ..format.volume import CONSUME_QUEUE_DIRECTORY, INDEX_DIRECTORY, parse_offset_file_name
+from ..format.volume import INDEX_DIRECTORY, parse_offset_file_name
+from ..queues.reader import QueueFiles, list_queues, queue_directory
 
 ProgressCallback = Callable[[int], None]
 
@@ -139,36 +138,18 @@ class QueueSummary:
 
 
 def scan_consume_queues(directory: Path) -> list[QueueSummary]:
-    """Every `consumequeue/<topic>/<queue id>/` with its offsets, read with plain reads."""
-    root = directory / CONSUME_QUEUE_DIRECTORY
-    if not root.is_dir():
-        return []
+    """Every `consumequeue/<topic>/<queue id>/` with its offsets (queues/reader.py)."""
     summaries = []
-    for queue_directory in sorted(root.glob("*/*")):
-        if not queue_directory.name.isdigit():
+    for key in list_queues(directory):
+        files = QueueFiles(queue_directory(directory, key))
+        min_offset = files.first_real_offset()
+        if min_offset is None:
             continue
-        paths = sorted(p for p in queue_directory.iterdir()
-                       if parse_offset_file_name(p.name) is not None)
-        if paths:
-            summaries.append(_summarize_queue(queue_directory, paths))
+        last_offset = files.starts[-1] // ENTRY_SIZE_BYTES
+        summaries.append(QueueSummary(topic=key[0], queue_id=key[1],
+                                      file_count=len(files.starts), min_offset=min_offset,
+                                      max_offset=files.written_end(last_offset)))
     return summaries
-
-
-def _summarize_queue(queue_directory: Path, paths: list[Path]) -> QueueSummary:
-    first_start = parse_offset_file_name(paths[0].name)
-    last_start = parse_offset_file_name(paths[-1].name)
-    assert first_start is not None
-    assert last_start is not None
-    first = np.fromfile(paths[0], dtype=ENTRY_DTYPE)
-    real = np.flatnonzero(~((first["physical_offset"] == 0) & (first["size"] == FILLER_SIZE)))
-    last = np.fromfile(paths[-1], dtype=ENTRY_DTYPE)
-    invalid = np.flatnonzero((last["physical_offset"] < 0) | (last["size"] <= 0))
-    last_count = int(invalid[0]) if invalid.size else len(last)
-    first_real = int(real[0]) if real.size else len(first)
-    return QueueSummary(topic=queue_directory.parent.name, queue_id=int(queue_directory.name),
-                        file_count=len(paths),
-                        min_offset=first_start // ENTRY_SIZE_BYTES + first_real,
-                        max_offset=last_start // ENTRY_SIZE_BYTES + last_count)
 
 
 @dataclasses.dataclass
