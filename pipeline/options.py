@@ -29,6 +29,7 @@ import enum
 from collections.abc import Mapping
 from typing import TypeVar
 
+from mqstore.storage.config_text import parse_bool
 from mqstore.storage.format.padding import PADDING_TOPIC
 
 MAX_PARTITION_BYTES_DEFAULT = 128 << 20
@@ -147,9 +148,7 @@ def _bool(options: Mapping[str, str], name: str, *, default: bool) -> bool:
     text = options.get(name.lower())
     if text is None:
         return default
-    if text.strip().lower() not in ("true", "false"):
-        raise ValueError(f"{name}={text!r}: expected true or false")
-    return text.strip().lower() == "true"
+    return parse_bool(text, where=name)
 
 
 def _choice(options: Mapping[str, str], name: str, kind: type[E],

@@ -16,13 +16,13 @@ size below the engine's 1 GiB default scales the other size maxima down with it
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
 import typing
 from collections.abc import Mapping
 from pathlib import Path
 
 from mqstore.storage import ConfigError, StoreConfig
+from mqstore.storage.config_text import coerce_text
 from mqstore.storage.format.volume import CONSUME_QUEUE_DIRECTORY
 from mqstore.storage.recovery.scrub import segment_paths
 
@@ -33,23 +33,7 @@ _DEFAULT_SEGMENT_SIZE_BYTES = StoreConfig().segment_size_bytes
 
 
 def _coerce(name: str, text: str) -> object:
-    kind = _HINTS[name]
-    origin = typing.get_origin(kind)
-    try:
-        if kind is bool:
-            lowered = text.strip().lower()
-            if lowered not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return lowered == "true"
-        if isinstance(kind, type) and issubclass(kind, enum.Enum):
-            return kind(text.strip())
-        if origin is tuple:
-            return tuple(int(part) for part in text.split(",") if part.strip())
-        if kind in (int, float, str):
-            return kind(text.strip())
-    except ValueError as error:
-        raise ValueError(f"option {OPTION_PREFIX}{name}={text!r}: {error}") from None
-    raise ValueError(f"option {OPTION_PREFIX}{name}: cannot be set from a Spark option")
+    return coerce_text(text, _HINTS[name], where=f"option {OPTION_PREFIX}{name}")
 
 
 def detected_sizes(directory: Path) -> dict[str, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from mqstore.storage.config_text import parse_bool
+
 from .stream_offsets import Offsets, offsets_from_json
 
 STARTING_OFFSETS_DEFAULT = "latest"
@@ -33,8 +35,7 @@ def parse_stream_settings(options: Mapping[str, str]) -> StreamSettings:
         if not rows_text.strip().isdigit() or int(rows_text) < 1:
             raise ValueError(f"maxMessagesPerTrigger={rows_text!r}: expected a positive integer")
         rows = int(rows_text)
-    loss_text = lowered.get("failondataloss", "true").strip().lower()
-    if loss_text not in ("true", "false"):
-        raise ValueError(f"failOnDataLoss={loss_text!r}: expected true or false")
+    fail_on_data_loss = parse_bool(lowered.get("failondataloss", "true"),
+                                   where="failOnDataLoss")
     return StreamSettings(starting_offsets=starting, max_messages_per_trigger=rows,
-                          fail_on_data_loss=loss_text == "true")
+                          fail_on_data_loss=fail_on_data_loss)

@@ -28,8 +28,9 @@ from typing import Any
 import yaml
 
 from mqstore.storage import ConfigError, StoreConfig
+from mqstore.storage.config_text import coerce_text
 
-from .config_values import field_types, from_text, from_yaml
+from .config_values import field_types, from_yaml
 from .replication_settings import ReplicationSettings, check_role
 
 ENV_PREFIX = "MQSTORE_"
@@ -326,7 +327,7 @@ def _apply_environment(values: dict[str, dict[str, Any]], data_dir: object,
         types = field_types(SECTIONS[section])
         if name not in types:
             raise ConfigError(f"{where}: unknown setting {section}.{name}")
-        values[section][name] = from_text(text, types[name], where=where)
+        values[section][name] = coerce_text(text, types[name], where=where)
     return data_dir
 
 

@@ -38,7 +38,7 @@ def test_options_parse_with_units_and_case_insensitive_names() -> None:
     ({"path": "/d", "physicalOffsetStart": "-1"}, "physicalOffsetStart=-1"),
     ({"path": "/d", "physicalOffsetStart": "9", "physicalOffsetEnd": "3"}, "is after"),
     ({"path": "/d", "onCorruptRecord": "ignore"}, "expected one of fail, skip"),
-    ({"path": "/d", "verifyCrc": "yes please"}, "expected true or false"),
+    ({"path": "/d", "verifyCrc": "yes please"}, "'yes please' is not a boolean"),
     ({"path": "/d", "batchRows": "0"}, "batchRows=0"),
     ({"path": "/d", "topics": "rmq_sys_mqstore_padding"}, "filler"),
 ])
@@ -124,5 +124,5 @@ def test_store_config_comes_from_the_directory_and_options(
     assert config.index_count_max == 4096
     with pytest.raises(ValueError, match="no field 'segment_mib'"):
         store_config_from_options({"store.segment_mib": "1"}, directory=None)
-    with pytest.raises(ValueError, match=r"store\.index_enabled='maybe'"):
+    with pytest.raises(ValueError, match=r"store\.index_enabled: 'maybe' is not a boolean"):
         store_config_from_options({"store.index_enabled": "maybe"}, directory=None)
