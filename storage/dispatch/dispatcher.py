@@ -86,14 +86,17 @@ class Dispatcher:
         notices: dict[tuple[str, int], int] = {}
         budget = self.records_per_pass_max
         while self.dispatched_position < committed_position and budget > 0:
-            found = self._reader.segment(self.dispatched_position)
-            if found is None:
+            segment = self._reader.find(self.dispatched_position)
+            if segment is None or not segment.hold():
                 raise DispatchCorruptError(f"no commit log segment holds position "
-                                           f"{self.dispatched_position} below the readable end "
-                                           f"{committed_position}")
-            mapping, start = found
-            end = min(committed_position, start + self._reader.segment_size_bytes)
-            budget -= self._dispatch_segment(mapping, start, end, notices, budget)
+                                           f"{self.dispatched_position} below the committed "
+                                           f"position {committed_position}")
+            try:
+                start = segment.start_position
+                end = min(committed_position, segment.end_position)
+                budget -= self._dispatch_segment(segment.mapping, start, end, notices, budget)
+            finally:
+                segment.release()
         return notices
 
     def _dispatch_segment(self, mapping: record.ReadableBuffer, start: int, end: int,

@@ -47,11 +47,13 @@ def _last_entry(queue: ConsumeQueue) -> tuple[int, int] | None:
 
 def _holds_entry(reader: CommitLogReader, physical_offset: int, size_bytes: int, *,
                  queue_id: int, queue_offset: int) -> bool:
-    found = reader.segment(physical_offset)
-    if found is None:
+    segment = reader.find(physical_offset)
+    if segment is None or not segment.hold():
         return False
-    mapping, start = found
-    return record.holds_entry(mapping, physical_offset - start,
-                              limit=reader.segment_size_bytes, physical_offset=physical_offset,
-                              size_bytes=size_bytes, queue_id=queue_id,
-                              queue_offset=queue_offset)
+    try:
+        return record.holds_entry(segment.mapping, physical_offset - segment.start_position,
+                                  limit=segment.size_bytes, physical_offset=physical_offset,
+                                  size_bytes=size_bytes, queue_id=queue_id,
+                                  queue_offset=queue_offset)
+    finally:
+        segment.release()
