@@ -19,7 +19,7 @@ MQSTORE = [sys.executable, "-P", "-m", "mqstore.services.cli"]
 
 
 def module_command(module: str) -> list[str]:
-    """Run a test helper module (`tests.storage.crash_writer`) as `__main__`."""
+    """Run a test helper module (`tests.storage.recovery.crash_writer`) as `__main__`."""
     bootstrap = (f"import runpy, sys; sys.path.append({str(REPO)!r}); "
                  f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
     return [sys.executable, "-P", "-c", bootstrap]

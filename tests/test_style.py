@@ -16,7 +16,11 @@ CHECKED_FOLDERS = ("storage", "services", "operator", "e2e")
 FUNCTION_LINES_MAX = 70
 FILE_LINES_MAX = 400
 
-FILE_ALLOWLIST: dict[str, str] = {}
+FILE_ALLOWLIST: dict[str, str] = {
+    "storage/format/record.py": "the record format is one field table and everything derived "
+                                "from it (STYLE rule 4): a cut would put the layout in two "
+                                "places",
+}
 FUNCTION_ALLOWLIST: dict[str, str] = {}
 
 

@@ -27,7 +27,7 @@ from mqstore.storage.dispatch.indexer import Indexer
 from tests.conftest import small_config
 from tests.services.notifier_stack import notifier_app, settings, wait_connected
 from tests.services.test_replication_loopback import following, open_master, serving, until
-from tests.storage.split_helpers import indexer_config, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, writer_config
 
 SAMPLE_SUFFIXES = {"histogram": ("_bucket", "_count", "_sum", "_created"),
                    "counter": ("_total", "_created")}

@@ -27,7 +27,7 @@ from mqstore.storage import MessageStore, StoreConfig
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
-from tests.storage.split_helpers import indexer_config, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, writer_config
 
 Client = TestClient[Any, Any]
 

@@ -15,7 +15,7 @@ from mqstore.services.indexer.openapi import indexer_openapi
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.schema_check import check
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 PATHS = ("/v1/notices", "/v1/status", "/healthz", "/readyz", "/metrics", "/openapi.json")
 

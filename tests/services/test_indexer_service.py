@@ -14,7 +14,7 @@ from mqstore.services.indexer.app import create_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
-from tests.storage.split_helpers import indexer_config, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, writer_config
 
 
 async def _next_line(response: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 from tests.services.notifier_stack import notifier_app, settings, view_config
 from tests.services.serving import app_on_thread, run
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 FAST = {"retries_max": 2, "backoff_initial_ms": 1, "backoff_max_ms": 5}
 

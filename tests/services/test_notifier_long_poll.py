@@ -16,7 +16,7 @@ from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import metric, notifier_app, settings, stack, wait_until
 from tests.services.serving import run
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 PULL = "/v1/topics/Late/queues/0/messages"
 CONNECTIONS = web.AppKey("connections", list[int])

@@ -18,7 +18,7 @@ from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets, OffsetsLockTimeoutError
 from tests.services.notifier_stack import Client, notifier_app, settings
 from tests.services.serving import run
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 
 async def _commit(client: Client, group: str, offsets: dict[str, int], *,

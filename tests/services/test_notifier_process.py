@@ -14,7 +14,7 @@ import pytest
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from tests.processes import MQSTORE
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 
 def _config(tmp_path: Path, store_dir: Path, event_loop: str) -> Path:

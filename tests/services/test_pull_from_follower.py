@@ -11,7 +11,7 @@ from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import notifier_app, settings
 from tests.services.serving import run
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 
 def write(store_dir: Path, count: int) -> None:

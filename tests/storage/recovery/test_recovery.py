@@ -176,7 +176,7 @@ def test_second_writer_in_another_process_is_refused(store_dir: Path) -> None:
                 "except StoreLockedError as e:\n    print(e); sys.exit(3)\n")
         outcome = subprocess.run([sys.executable, "-c", code, str(store_dir)],
                                  check=False, capture_output=True, text=True, timeout=60,
-                                 cwd=Path(__file__).parents[2])
+                                 cwd=Path(__file__).parents[3])
     assert outcome.returncode == 3, outcome.stderr
     assert "another writer holds the store lock" in outcome.stdout
     assert "pid=" in outcome.stdout

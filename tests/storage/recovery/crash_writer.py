@@ -1,6 +1,6 @@
 """A writer process for the kill -9 test: produces under sync flush, prints each ack.
 
-    python -m tests.storage.crash_writer DIR RUN_ID
+    python -m tests.storage.recovery.crash_writer DIR RUN_ID
 
 Each acknowledged put prints "run producer sequence physical_offset queue_offset" on its
 own line, only after the put returned PUT_OK (so after its bytes were synced).

@@ -22,7 +22,7 @@ from mqstore.storage.format.java_hash import java_string_hash
 from mqstore.storage.format.volume import parse_index_file_name
 from mqstore.storage.index.index_service import IndexService
 from tests.conftest import small_config
-from tests.storage.split_helpers import lose_log_tail
+from tests.storage.dispatch.split_helpers import lose_log_tail
 
 SLOTS = 4
 ENTRIES = 8

@@ -14,7 +14,7 @@ from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.watermarks import DispatchedFile
 from tests.processes import module_command
-from tests.storage.split_helpers import (
+from tests.storage.dispatch.split_helpers import (
     indexer_config,
     log_records,
     queue_entries,
@@ -23,7 +23,7 @@ from tests.storage.split_helpers import (
 )
 
 KILLS = 12
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 
 
 def test_indexer_survives_kill9_mid_dispatch(store_dir: Path) -> None:
@@ -45,7 +45,7 @@ def test_indexer_survives_kill9_mid_dispatch(store_dir: Path) -> None:
 
 
 def _start_and_kill(store_dir: Path, rng: random.Random) -> None:
-    process = subprocess.Popen([*module_command("tests.storage.indexer_proc"),
+    process = subprocess.Popen([*module_command("tests.storage.dispatch.indexer_proc"),
                                 str(store_dir)], cwd=REPO, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None

@@ -20,14 +20,14 @@ from pathlib import Path
 from mqstore.storage import Message, MessageStore
 from tests.conftest import small_config
 from tests.processes import module_command
-from tests.storage.crash_writer import PRODUCERS, body_for, key_for
+from tests.storage.recovery.crash_writer import PRODUCERS, body_for, key_for
 
 KILLS = 20
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 
 
 def _run_writer_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[tuple[int, ...]]:
-    process = subprocess.Popen([*module_command("tests.storage.crash_writer"),
+    process = subprocess.Popen([*module_command("tests.storage.recovery.crash_writer"),
                                 str(store_dir), str(run)], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdout is not None

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from mqstore.storage.dispatch.indexer import Indexer
-from tests.storage.split_helpers import indexer_config
+from tests.storage.dispatch.split_helpers import indexer_config
 
 
 def main() -> None:

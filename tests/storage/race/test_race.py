@@ -26,9 +26,9 @@ from mqstore.storage.race import RaceStore
 from mqstore.storage.recovery.scrub import verify_store
 from tests.conftest import small_config
 from tests.processes import module_command
-from tests.storage.race_writer import QUEUES, TOPIC, body_for, race_config
+from tests.storage.race.race_writer import QUEUES, TOPIC, body_for, race_config
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 
 
 def sync_config(**overrides: object) -> StoreConfig:
@@ -168,7 +168,7 @@ def test_user_listener_still_gets_notices(store_dir: Path) -> None:
 # -- durability: kill -9 of an appending process -------------------------------------------
 
 def _append_and_kill(store_dir: Path, run: int, rng: random.Random) -> list[tuple[int, ...]]:
-    process = subprocess.Popen([*module_command("tests.storage.race_writer"),
+    process = subprocess.Popen([*module_command("tests.storage.race.race_writer"),
                                 str(store_dir), str(run)], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdout is not None

@@ -1,7 +1,7 @@
 """A writer process for the race kill -9 test: appends under sync flush with 4 KiB-aligned
 group commits, prints each acknowledged offset.
 
-    python -m tests.storage.race_writer DIR RUN_ID
+    python -m tests.storage.race.race_writer DIR RUN_ID
 
 Each `append` that returned prints "run producer sequence queue_id offset" on its own line,
 only after it returned (so after its bytes were synced).  Producers share the queues, so

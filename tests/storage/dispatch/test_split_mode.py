@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
-from tests.storage.split_helpers import (
+from tests.storage.dispatch.split_helpers import (
     indexer_config,
     log_records,
     lose_log_tail,

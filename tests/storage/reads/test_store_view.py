@@ -17,7 +17,7 @@ from mqstore.storage import GetStatus, Message, MessageStore, NoRecordError
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consume_queue_file import ENTRY
 from mqstore.storage.reads.store_view import StoreView
-from tests.storage.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
 
 Row = tuple[int, int, bytes, str | None, tuple[str, ...]]
 """(queue offset, physical offset, body, tags, keys) of one message."""
