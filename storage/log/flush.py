@@ -69,7 +69,7 @@ class CommitService(ServiceThread):
         cost each put a thread switch (the service takes the GIL only to find too little to
         commit), and a producer that commits on demand (sync replication) leaves nothing for
         it at all."""
-        committed = self._segment_list.committed_position
+        committed = self._segment_list.commit_cursor
         # Also when a segment filled (rolled): its buffer goes back to the pool only once
         # it is committed to the end, and the next roll may need it.
         if end_position - committed >= self._due_bytes or \
@@ -84,7 +84,7 @@ class CommitService(ServiceThread):
         the sync-master p99 at 16 connections rose by a third.  With no follower reading,
         its `commit_interval_ms` pass commits (and such puts are SLAVE_NOT_AVAILABLE)."""
         rolled_at = end_position - end_position % self._segment_size_bytes
-        if self._segment_list.committed_position < rolled_at:
+        if self._segment_list.commit_cursor < rolled_at:
             self.wakeup()
 
     def commit_now(self, *, notify: bool = True) -> bool:
