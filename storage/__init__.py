@@ -6,11 +6,9 @@ The public API is re-exported here.
 
 from .config import FlushMode, PreallocateMethod, StoreConfig
 from .errors import (
-    AppendError,
     BufferPoolExhausted,
     ConfigError,
     MessageIllegalError,
-    RangeReadTimeoutError,
     ReplicationGapError,
     SegmentCreateError,
     StoreClosedError,
@@ -24,6 +22,7 @@ from .format.message import Message, PutResult, PutStatus, StoredMessage
 from .format.record import SysFlag
 from .format.topic import validate_topic
 from .race.read_cache import ReadCacheStats
+from .race.store import AppendError, RangeReadTimeoutError
 from .reads.get import GetResult, GetStatus, NoRecordError
 from .recovery.recovery import RecoveryMode, RecoveryReport
 from .roles import BrokerRole

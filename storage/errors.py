@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .format.message import PutStatus
-
 
 class StoreError(Exception):
     """Base of every error the storage engine raises on purpose."""
@@ -51,21 +46,6 @@ class IndexFileFormatError(StoreFormatError):
 
 class IndexFileCreateError(StoreError):
     """A new index file could not be created, preallocated or mapped (full disk, name taken)."""
-
-
-class AppendError(StoreError):
-    """`append` did not end PUT_OK: `status` (a `PutStatus`) and `reason` say why.  With
-    FLUSH_DISK_TIMEOUT the data was written but its sync was not seen: it may survive."""
-
-    def __init__(self, status: PutStatus, reason: str) -> None:
-        super().__init__(f"append failed: {status.name}: {reason}")
-        self.status = status
-        self.reason = reason
-
-
-class RangeReadTimeoutError(StoreError):
-    """`get_range` waited `range_read_wait_ms` for dispatch to reach offsets the writer had
-    already assigned (dispatch is stalled or far behind); the message says where it stands."""
 
 
 class ReplicationGapError(StoreError):

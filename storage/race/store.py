@@ -36,11 +36,26 @@ from types import TracebackType
 
 from ..config import StoreConfig
 from ..dispatch.dispatcher import Listener, QueueNotices
-from ..errors import AppendError, RangeReadTimeoutError, StoreError
+from ..errors import StoreError
 from ..format.message import Message, PutStatus
 from ..reads.get import GetStatus
 from ..store import MessageStore
 from .read_cache import PrefetchService, ReadCache
+
+
+class AppendError(StoreError):
+    """`append` did not end PUT_OK: `status` (a `PutStatus`) and `reason` say why.  With
+    FLUSH_DISK_TIMEOUT the data was written but its sync was not seen: it may survive."""
+
+    def __init__(self, status: PutStatus, reason: str) -> None:
+        super().__init__(f"append failed: {status.name}: {reason}")
+        self.status = status
+        self.reason = reason
+
+
+class RangeReadTimeoutError(StoreError):
+    """`get_range` waited `range_read_wait_ms` for dispatch to reach offsets the writer had
+    already assigned (dispatch is stalled or far behind); the message says where it stands."""
 
 
 class RaceStore:
