@@ -33,10 +33,17 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from mqstore.storage.files.index_file import IndexFile
+from mqstore.storage.files.io import make_directories
 from mqstore.storage.format import record
 from mqstore.storage.format.java_hash import java_string_hash
 from mqstore.storage.format.properties import PROPERTY_UNIQUE_KEY
-from mqstore.storage.format.volume import INDEX_DIRECTORY, index_file_name, index_file_name_after
+from mqstore.storage.format.volume import (
+    CREATING_DIRECTORY,
+    INDEX_DIRECTORY,
+    creating_name,
+    index_file_name,
+    index_file_name_after,
+)
 from mqstore.storage.index.index_service import index_key
 from mqstore.storage.queues.consume_queues import ConsumeQueues
 
@@ -87,8 +94,11 @@ def _write_index_files(output: str, names: list[str], previous_ends: dict[int, t
                     current.flush()
                     current.close()
                 previous_offset, previous_ms = previous_ends.get(number, (0, 0))
+                creating = Path(output) / CREATING_DIRECTORY
+                make_directories(creating, root=Path(output))
                 current = IndexFile.create(
                     Path(output) / INDEX_DIRECTORY / names[number],
+                    creating=creating / creating_name(INDEX_DIRECTORY, names[number]),
                     hash_slot_count=settings.index_hash_slot_count,
                     index_count_max=settings.index_count_max,
                     previous_end_physical_offset=previous_offset,

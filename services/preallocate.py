@@ -12,8 +12,14 @@ import time
 
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.storage import ConfigError, StoreError
+from mqstore.storage.files.io import make_directories
 from mqstore.storage.files.segment import CommitLogSegment
-from mqstore.storage.format.volume import offset_file_name
+from mqstore.storage.format.volume import (
+    COMMITLOG_DIRECTORY,
+    CREATING_DIRECTORY,
+    creating_name,
+    offset_file_name,
+)
 
 SEGMENT_NAME_LENGTH = 20
 """Segment files are named by their start position in 20 decimal digits."""
@@ -36,7 +42,10 @@ def preallocate_first_segment(config: ServiceConfig) -> str:
     method = store.effective_preallocate_method
     started = time.perf_counter()
     try:
-        segment = CommitLogSegment.create(commitlog, start_position=0,
+        creating = config.data_dir / CREATING_DIRECTORY
+        make_directories(creating, root=config.data_dir)
+        segment = CommitLogSegment.create(commitlog, start_position=0, creating=creating /
+                                          creating_name(COMMITLOG_DIRECTORY, offset_file_name(0)),
                                           size_bytes=store.segment_size_bytes, method=method,
                                           warmup=store.segment_warmup_enabled)
     except OSError as error:

@@ -44,8 +44,17 @@ class IndexFileFormatError(StoreFormatError):
     `index_count_max` (written with other settings, truncated, or a corrupt header)."""
 
 
-class IndexFileCreateError(StoreError):
-    """A new index file could not be created, preallocated or mapped (full disk, name taken)."""
+class IndexFileCreateError(StoreError, OSError):
+    """A new index file could not be created, preallocated or mapped (full disk, name taken).
+
+    An `OSError` with the failed call's `errno`, so dispatch treats a full disk here as it
+    does anywhere (it stalls and resumes; dispatcher.py)."""
+
+    def __init__(self, message: str, *, errno_code: int | None = None) -> None:
+        if errno_code is None:
+            super().__init__(message)
+        else:
+            super().__init__(errno_code, message)
 
 
 class ReplicationGapError(StoreError):

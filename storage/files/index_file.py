@@ -18,7 +18,6 @@ from pathlib import Path
 
 from ..errors import IndexFileCreateError, IndexFileFormatError
 from ..format.java_hash import java_string_hash
-from ..format.volume import CREATING_SUFFIX
 from .io import fsync_directory, map_existing
 
 # The field tables are in the `IndexFile` docstring.
@@ -134,10 +133,11 @@ class IndexFile:
 
     # -- creation ----------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: Path, *, hash_slot_count: int, index_count_max: int,
+    def create(cls, path: Path, *, creating: Path, hash_slot_count: int, index_count_max: int,
                previous_end_physical_offset: int, previous_end_timestamp_ms: int) -> IndexFile:
         """Create a full-size, preallocated file with a fresh header, under a temporary name
-        renamed into place, so a crash never leaves an index file of the wrong size.
+        renamed into place, so a crash never leaves an index file of the wrong size.  It is
+        prepared as `creating` (in the store's `creating/`, where RocketMQ never looks).
 
         As RocketMQ does, a positive end of the previous file becomes both begin and end
         here, so a file without entries still orders correctly by time and offset.
@@ -148,12 +148,12 @@ class IndexFile:
             raise IndexFileCreateError(f"{path}: an index file with this name already exists")
         size_bytes = index_file_size_bytes(hash_slot_count=hash_slot_count,
                                            index_count_max=index_count_max)
-        creating = path.with_name(path.name + CREATING_SUFFIX)
-        creating.unlink(missing_ok=True)
         try:
+            creating.unlink(missing_ok=True)
             fd = os.open(creating, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         except OSError as error:
-            raise IndexFileCreateError(f"{creating}: cannot create: {error}") from error
+            raise IndexFileCreateError(f"{creating}: cannot create: {error}",
+                                       errno_code=error.errno) from error
         try:
             mapping = _prepare(fd, size_bytes=size_bytes,
                                end_physical_offset=previous_end_physical_offset,
@@ -163,7 +163,7 @@ class IndexFile:
             creating.unlink(missing_ok=True)
             if isinstance(error, OSError):
                 raise IndexFileCreateError(f"{path}: cannot prepare {size_bytes} bytes: "
-                                           f"{error}") from error
+                                           f"{error}", errno_code=error.errno) from error
             raise
         try:
             os.rename(creating, path)
@@ -173,7 +173,7 @@ class IndexFile:
             os.close(fd)
             if isinstance(error, OSError):
                 raise IndexFileCreateError(f"{path}: cannot name the new file: "
-                                           f"{error}") from error
+                                           f"{error}", errno_code=error.errno) from error
             raise
         return cls(path=path, fd=fd, mapping=mapping, hash_slot_count=hash_slot_count,
                    index_count_max=index_count_max)

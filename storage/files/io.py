@@ -17,6 +17,30 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def make_directories(path: Path, *, root: Path) -> None:
+    """Create `path` and its missing parents below `root`, each entry synced into its parent
+    (a consume queue file in a directory whose name a power loss forgot is lost with it)."""
+    missing: list[Path] = []
+    current = path
+    while current != root and not current.is_dir():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir()
+        except FileExistsError:
+            continue  # another thread made it meanwhile: its creator syncs the parent
+        fsync_directory(directory.parent)
+
+
+def publish_prepared(*, creating: Path, path: Path) -> None:
+    """Give a prepared file, already synced (its size and blocks), its final name, and sync
+    the name: after a power loss the final name holds the whole prepared file or does not
+    exist."""
+    os.rename(creating, path)
+    fsync_directory(path.parent)
+
+
 def map_existing(path: Path, *, size_bytes: int,
                  wrong_size: Callable[[int], Exception]) -> tuple[int, mmap.mmap]:
     """Open `path` read-write and map it whole; a file of another size raises

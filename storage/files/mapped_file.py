@@ -30,8 +30,8 @@ from typing import Self
 
 from ..config import PAGE_SIZE_BYTES, PreallocateMethod
 from ..errors import StoreFormatError
-from ..format.volume import CREATING_SUFFIX, offset_file_name, parse_offset_file_name
-from .io import fsync_directory, map_existing
+from ..format.volume import offset_file_name, parse_offset_file_name
+from .io import map_existing, publish_prepared
 from .preallocate import prepare_file, prepare_mapping, zero_fill
 
 
@@ -58,23 +58,26 @@ class MappedFile:
 
     # -- creation --------------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, *, start_position: int, size_bytes: int,
+    def create(cls, directory: Path, *, creating: Path, start_position: int, size_bytes: int,
                method: PreallocateMethod, warmup: bool) -> Self:
-        """Create, preallocate and map a new segment file (the allocator's thread runs this).
+        """Create, preallocate and map a new file (the allocator's thread runs this for
+        segments, dispatch for consume queue files).
 
-        The file is prepared under a temporary name and renamed into place, so a crash in
-        the middle never leaves a segment of the wrong size behind (load removes leftovers).
+        The file is prepared as `creating` (in the store's `creating/` directory), its size
+        and blocks synced (before the warm-up dirties zero pages, which need no writing: a
+        preallocated block reads as zeros), then renamed into place and the name synced
+        (io.publish_prepared): a crash or a power loss never leaves a file of the wrong size,
+        or a name without its file, under a 20-digit name.
         """
         path = directory / offset_file_name(start_position)
-        creating = path.with_name(path.name + CREATING_SUFFIX)
         creating.unlink(missing_ok=True)
         fd = os.open(creating, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             prepare_file(fd, size_bytes, method)
+            os.fdatasync(fd)
             mapping = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED)
             prepare_mapping(fd, mapping, method, warmup=warmup)
-            os.rename(creating, path)
-            fsync_directory(directory)
+            publish_prepared(creating=creating, path=path)
         except BaseException:
             os.close(fd)
             creating.unlink(missing_ok=True)

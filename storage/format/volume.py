@@ -10,10 +10,14 @@ and how the numbered ones are named.  Names only; nothing here touches a file.
     <store>/dispatched                                      the indexer's published positions
     <store>/indexer.lock, indexer.abort, indexer-checkpoint the indexer process's own
     <store>/config/consumer-offsets/<group>.json            consumer group offsets
+    <store>/creating/<kind>.<...>                            files being prepared
 
-A numbered file appears under its final name only at full size: it is prepared under
-`<name>.creating` and renamed (a crash in between leaves only the `.creating` file, which the
-next open removes).
+A segment, consume queue or index file appears under its final name only at full size and
+synced: it is prepared in `creating/` (so nothing but finished files is ever in `commitlog/`,
+`consumequeue/` or `index/`, where RocketMQ's loaders refuse anything else), then renamed
+into place and the directory synced.  A crash in between leaves only a file in `creating/`,
+which its owner removes at its next open (the writer its `commitlog.*`, the indexer its
+`consumequeue.*` and `index.*`: the two may prepare files at the same time).
 """
 
 from __future__ import annotations
@@ -34,8 +38,16 @@ INDEXER_ABORT_FILE = "indexer.abort"
 INDEXER_CHECKPOINT_FILE = "indexer-checkpoint"
 OFFSETS_DIRECTORY = PurePath("config") / "consumer-offsets"
 
+CREATING_DIRECTORY = "creating"
 CREATING_SUFFIX = ".creating"
-"""A file being prepared; renamed to its final name once it has its full size."""
+"""A small file being rewritten (group offsets, watermarks): renamed over the old one."""
+CREATING_SEPARATOR = "."
+"""Joins the parts of a name in `creating/`: no topic name holds a dot."""
+
+
+def creating_name(kind: str, *parts: str) -> str:
+    """The name in `creating/` of a `kind` file ("commitlog", "consumequeue", "index")."""
+    return CREATING_SEPARATOR.join((kind, *parts))
 
 # -- numbered by position: segments and consume queue files ---------------------------------
 FILE_NAME_DIGITS = 20

@@ -23,11 +23,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import ConfigError, StoreClosedError
+from ..errors import ConfigError, IndexFileCreateError, StoreClosedError
 from ..files.index_file import INT32_MAX, IndexFile, index_file_size_bytes
-from ..files.io import fsync_directory
+from ..files.io import fsync_directory, make_directories
 from ..format.volume import (
+    CREATING_DIRECTORY,
     CREATING_SUFFIX,
+    INDEX_DIRECTORY,
+    creating_name,
     index_file_name,
     index_file_name_after,
     parse_index_file_name,
@@ -85,7 +88,9 @@ class IndexService:
         """
         assert not self._loaded
         self.directory.mkdir(parents=True, exist_ok=True)
-        for leftover in self.directory.glob("*" + CREATING_SUFFIX):
+        creating = self.directory.parent / CREATING_DIRECTORY
+        for leftover in [*self.directory.glob("*" + CREATING_SUFFIX),
+                         *creating.glob(creating_name(INDEX_DIRECTORY, "*"))]:
             leftover.unlink()  # a crash while a new file was being prepared
         paths = sorted(path for path in self.directory.iterdir()
                        if parse_index_file_name(path.name) is not None)
@@ -178,8 +183,14 @@ class IndexService:
             # Same millisecond, or the clock stepped back (NTP, DST): keep names increasing,
             # or load would open files out of order.
             name = index_file_name_after(self._files[-1].path.name)
+        creating = self.directory.parent / CREATING_DIRECTORY
+        try:
+            make_directories(creating, root=self.directory.parent)
+        except OSError as error:
+            raise IndexFileCreateError(f"{creating}: {error}", errno_code=error.errno) from error
         created = IndexFile.create(
-            self.directory / name, hash_slot_count=self.hash_slot_count,
+            self.directory / name, creating=creating / creating_name(INDEX_DIRECTORY, name),
+            hash_slot_count=self.hash_slot_count,
             index_count_max=self.index_count_max,
             previous_end_physical_offset=previous.end_physical_offset if previous else 0,
             previous_end_timestamp_ms=previous.end_timestamp_ms if previous else 0)

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from ..config import StoreConfig
 from ..errors import SegmentCreateError, StoreClosedError
+from ..files.io import make_directories
 from ..files.segment import CommitLogSegment
+from ..format.volume import (
+    COMMITLOG_DIRECTORY,
+    CREATING_DIRECTORY,
+    creating_name,
+    offset_file_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +96,12 @@ class SegmentAllocator:
                 future.cancel()
         self._pending.clear()
 
+    def _creating(self, start_position: int) -> Path:
+        """Where the segment is prepared: the store's `creating/` (format/volume.py)."""
+        directory = self._directory.parent / CREATING_DIRECTORY
+        make_directories(directory, root=self._directory.parent)
+        return directory / creating_name(COMMITLOG_DIRECTORY, offset_file_name(start_position))
+
     def _run(self) -> None:
         while True:
             with self._condition:
@@ -103,7 +116,8 @@ class SegmentAllocator:
             started_s = time.perf_counter()
             try:
                 segment = CommitLogSegment.create(
-                    self._directory, start_position=start_position,
+                    self._directory, creating=self._creating(start_position),
+                    start_position=start_position,
                     size_bytes=self._config.segment_size_bytes,
                     method=self._config.effective_preallocate_method,
                     warmup=self._config.segment_warmup_enabled)

@@ -17,7 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..files.segment import CommitLogSegment
-from ..format.volume import CREATING_SUFFIX, parse_offset_file_name
+from ..format.volume import (
+    COMMITLOG_DIRECTORY,
+    CREATING_DIRECTORY,
+    CREATING_SUFFIX,
+    creating_name,
+    parse_offset_file_name,
+)
 
 ReturnBuffer = Callable[[mmap.mmap], None]
 
@@ -48,8 +54,13 @@ class SegmentList:
         """Open every segment file in position order (positions set to full; recovery
         then sets the real end)."""
         assert not self.segments
-        for leftover in self.directory.glob("*" + CREATING_SUFFIX):
-            leftover.unlink()  # a crash while the allocator was preparing it
+        # A crash while the allocator was preparing a segment (older versions prepared it
+        # beside the segments, as <name>.creating).
+        creating = self.directory.parent / CREATING_DIRECTORY
+        leftovers = [*self.directory.glob("*" + CREATING_SUFFIX),
+                     *creating.glob(creating_name(COMMITLOG_DIRECTORY, "*"))]
+        for leftover in leftovers:
+            leftover.unlink()
         names = sorted(path for path in self.directory.iterdir()
                        if parse_offset_file_name(path.name) is not None)
         for path in names:

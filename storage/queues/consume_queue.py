@@ -22,7 +22,13 @@ from pathlib import Path
 from ..config import PreallocateMethod
 from ..errors import StoreFormatError
 from ..files.consume_queue_file import ENTRY_SIZE_BYTES, ConsumeQueueFile, Entries
-from ..format.volume import parse_offset_file_name
+from ..files.io import make_directories
+from ..format.volume import (
+    CONSUME_QUEUE_DIRECTORY,
+    creating_name,
+    offset_file_name,
+    parse_offset_file_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +38,16 @@ class ConsumeQueueGapError(StoreFormatError):
 
 
 class ConsumeQueue:
-    def __init__(self, directory: Path, *, topic: str, queue_id: int,
-                 file_size_bytes: int) -> None:
+    def __init__(self, directory: Path, *, topic: str, queue_id: int, file_size_bytes: int,
+                 creating_directory: Path) -> None:
+        """`directory` is `<store>/consumequeue/<topic>/<queue id>`; new files are prepared
+        in `creating_directory` (`<store>/creating`, format/volume.py)."""
         assert file_size_bytes % ENTRY_SIZE_BYTES == 0
         self.directory = directory
         self.topic = topic
         self.queue_id = queue_id
         self.file_size_bytes = file_size_bytes
+        self.creating_directory = creating_directory
         self.files: list[ConsumeQueueFile] = []
         self.min_position = 0
         self.max_physical_end = 0
@@ -125,13 +134,17 @@ class ConsumeQueue:
         if last is not None and last.written_position < last.size_bytes:
             return last
         start = position - position % self.file_size_bytes if last is None else last.end_position
-        self.directory.mkdir(parents=True, exist_ok=True)
+        creating = self.creating_directory
+        make_directories(self.directory, root=creating.parent)
+        make_directories(creating, root=creating.parent)
         # warmup: map every page now, with madvise (no GIL held); the first write into a
         # fresh mapping otherwise faults with the GIL held (~12 ms per file measured at 600
         # queues, stalling every thread).
-        created = ConsumeQueueFile.create(self.directory, start_position=start,
-                                          size_bytes=self.file_size_bytes,
-                                          method=PreallocateMethod.FALLOCATE, warmup=True)
+        created = ConsumeQueueFile.create(
+            self.directory, creating=creating / creating_name(
+                CONSUME_QUEUE_DIRECTORY, self.topic, str(self.queue_id), offset_file_name(start)),
+            start_position=start, size_bytes=self.file_size_bytes,
+            method=PreallocateMethod.FALLOCATE, warmup=True)
         if last is None:
             created.fill(until_position=position - start)
             self.min_position = position

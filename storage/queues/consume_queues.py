@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..format.volume import CONSUME_QUEUE_DIRECTORY
+from ..format.volume import CONSUME_QUEUE_DIRECTORY, CREATING_DIRECTORY, creating_name
 from .consume_queue import ConsumeQueue
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,9 @@ class ConsumeQueues:
         self._lock = threading.Lock()
 
     def load(self) -> None:
+        creating = self.directory.parent / CREATING_DIRECTORY
+        for leftover in creating.glob(creating_name(CONSUME_QUEUE_DIRECTORY, "*")):
+            leftover.unlink()  # a crash while dispatch was preparing a queue file
         if not self.directory.is_dir():
             return
         for topic_directory in sorted(self.directory.iterdir()):
@@ -39,7 +42,8 @@ class ConsumeQueues:
 
     def _new(self, topic: str, queue_id: int) -> ConsumeQueue:
         queue = ConsumeQueue(self.directory / topic / str(queue_id), topic=topic,
-                             queue_id=queue_id, file_size_bytes=self.file_size_bytes)
+                             queue_id=queue_id, file_size_bytes=self.file_size_bytes,
+                             creating_directory=self.directory.parent / CREATING_DIRECTORY)
         self._queues[topic, queue_id] = queue
         return queue
 

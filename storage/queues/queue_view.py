@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+from pathlib import Path
 
 from ..errors import StoreFormatError
 from ..files.consume_queue_file import ENTRY_SIZE_BYTES, ConsumeQueueFile, is_filler
@@ -37,6 +38,13 @@ log = logging.getLogger(__name__)
 class QueueView(ConsumeQueue):
     """Use `vouch`, `lower`, `settle_min`, `forget_deleted`, `dispatched_offset`; the
     writing methods of `ConsumeQueue` refuse."""
+
+    def __init__(self, directory: Path, *, topic: str, queue_id: int,
+                 file_size_bytes: int) -> None:
+        # A view creates no file: it gets no directory to prepare them in.
+        super().__init__(directory, topic=topic, queue_id=queue_id,
+                         file_size_bytes=file_size_bytes,
+                         creating_directory=Path("/nonexistent"))
 
     # -- what a queue view must never do ------------------------------------------------------
     def load(self) -> None:

@@ -224,7 +224,7 @@ class StoreView:
         if queue is None:
             directory = self.directory / CONSUME_QUEUE_DIRECTORY / topic / str(queue_id)
             queue = QueueView(directory, topic=topic, queue_id=queue_id,
-                                  file_size_bytes=self.config.consume_queue_file_size_bytes)
+                              file_size_bytes=self.config.consume_queue_file_size_bytes)
             self._queues[topic, queue_id] = queue
             self._topics[topic] = sorted([*self._topics.get(topic, ()), queue_id])
         return queue

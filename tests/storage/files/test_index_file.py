@@ -35,7 +35,9 @@ ALL_TIME = {"begin_ms": 0, "end_ms": 1 << 62}
 
 def _create(directory: Path, *, entries: int = ENTRIES, end_physical_offset: int = 0,
             end_timestamp_ms: int = 0, name: str = "20250101000000000") -> IndexFile:
-    return IndexFile.create(directory / name, hash_slot_count=SLOTS, index_count_max=entries,
+    (directory.parent / "creating").mkdir(exist_ok=True)
+    return IndexFile.create(directory / name, creating=directory.parent / "creating" / name,
+                            hash_slot_count=SLOTS, index_count_max=entries,
                             previous_end_physical_offset=end_physical_offset,
                             previous_end_timestamp_ms=end_timestamp_ms)
 

@@ -14,8 +14,15 @@ from tests.conftest import small_config
 SIZE = 64 * 1024
 
 
+def _creating(directory: Path, start: int) -> Path:
+    """Where a segment is prepared: a directory of its own beside the segments."""
+    (directory.parent / "creating").mkdir(exist_ok=True)
+    return directory.parent / "creating" / f"commitlog.{start:020d}"
+
+
 def _segment(directory: Path, start: int = 0) -> CommitLogSegment:
-    return CommitLogSegment.create(directory, start_position=start, size_bytes=SIZE,
+    return CommitLogSegment.create(directory, creating=_creating(directory, start),
+                                   start_position=start, size_bytes=SIZE,
                                    method=PreallocateMethod.ZERO_FILL, warmup=False)
 
 
@@ -33,12 +40,16 @@ CONCRETE_METHODS = [m for m in PreallocateMethod if m is not PreallocateMethod.A
 @pytest.mark.parametrize("warmup", [False, True])
 def test_create_gives_a_full_size_zeroed_file(tmp_path: Path, method: PreallocateMethod,
                                               warmup: bool) -> None:
-    segment = CommitLogSegment.create(tmp_path, start_position=SIZE, size_bytes=SIZE,
-                                      method=method, warmup=warmup)
+    directory = tmp_path / "commitlog"
+    directory.mkdir()
+    segment = CommitLogSegment.create(directory, creating=_creating(directory, SIZE),
+                                      start_position=SIZE, size_bytes=SIZE, method=method,
+                                      warmup=warmup)
     assert segment.path.name == offset_file_name(SIZE)
     assert segment.path.stat().st_size == SIZE
     assert not any(segment.mapping[:])
-    assert list(tmp_path.iterdir()) == [segment.path]  # no temporary name left behind
+    assert list(directory.iterdir()) == [segment.path]  # nothing else beside it
+    assert not any((tmp_path / "creating").iterdir()), "the prepared file was renamed"
     segment.close()
 
 
