@@ -1,11 +1,13 @@
-"""Drive Apache RocketMQ 4.9.4's own store code (on the JVM) for the interop tests.
+"""Drive Apache RocketMQ's own store code (on the JVM) for the interop tests.
 
-The Java side lives in ``tests/interop/java`` (a pom.xml used only to fetch
-``org.apache.rocketmq:rocketmq-store:4.9.4`` and its dependencies from Maven
-Central, plus one source file). It is built on first use into
-``<repo>/.cache/interop/<hash>/`` where ``<hash>`` covers the pom, the Java
-sources and the ``javac`` version, so edits trigger a rebuild and unchanged
-sources are reused across runs.
+The Java side lives in ``tests/interop/java``: a pom.xml used only to fetch
+``org.apache.rocketmq:rocketmq-store:<version>`` and its dependencies from Maven
+Central (``-Drocketmq.version=...``), the shared driver in ``src/main/java`` and,
+per major version, the one class whose code differs (``src/rocketmq4/java``,
+``src/rocketmq5/java``). Each version is built on first use into
+``<repo>/.cache/interop/<version>-<hash>/`` where ``<hash>`` covers the pom, the
+Java sources of that version, the version and the ``javac`` version, so edits
+trigger a rebuild and unchanged sources are reused across runs.
 
 Nothing here ever skips: a missing ``java``/``javac``/``mvn``, a failed
 download or compile, or a non-zero exit of the Java program raises
@@ -14,14 +16,17 @@ download or compile, or a non-zero exit of the Java program raises
 Typical use::
 
     from tests.interop.rocketmq_jvm import RocketMqJvm
-    jvm = RocketMqJvm.build()
-    written = jvm.write(directory, 300, 1 << 20)   # list of dicts, one per message
-    records = jvm.read(directory)                  # list of dicts, one per commit-log record
-    result = jvm.read_full(directory)              # records plus the summary line
+    jvm = RocketMqJvm.build("4.9.4")
+    written = jvm.write(directory, 300, Layout())   # list of dicts, one per message
+    records = jvm.read(directory)                   # list of dicts, one per commit-log record
+    result = jvm.read_full(directory)               # records plus the summary line
+    opened = jvm.open_store(directory, queries, Layout())  # load, start, getMessage, queryMessage
+    rebuilt = jvm.rebuild(directory, out, Layout())  # the queues and index RocketMQ builds
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -35,12 +40,17 @@ from typing import Any, NamedTuple
 REPO_ROOT = Path(__file__).resolve().parents[2]
 JAVA_PROJECT = Path(__file__).resolve().parent / "java"
 POM = JAVA_PROJECT / "pom.xml"
-SOURCE_ROOT = JAVA_PROJECT / "src" / "main" / "java"
+SHARED_SOURCES = JAVA_PROJECT / "src" / "main" / "java"
 MAIN_CLASS = "org.mqstore.interop.RocketMqInterop"
 CACHE_ROOT = Path(os.environ.get("MQSTORE_INTEROP_CACHE", REPO_ROOT / ".cache" / "interop"))
 
-# RocketMQ 4.9.4 targets Java 8: MappedFile unmaps buffers through DirectByteBuffer.attachment()
-# and jdk.internal.ref.Cleaner.clean() by reflection, which Java 9+ only allows with these opens.
+ROCKETMQ_494 = "4.9.4"
+ROCKETMQ_550 = "5.5.0"
+"""The newest 5.x whose store artifact and every dependency resolve from Maven Central."""
+ROCKETMQ_VERSIONS = (ROCKETMQ_494, ROCKETMQ_550)
+
+# RocketMQ targets Java 8: MappedFile unmaps buffers through DirectByteBuffer.attachment() and
+# jdk.internal.ref.Cleaner.clean() by reflection, which Java 9+ only allows with these opens.
 # The driver itself needs JDK 17 (see pom.xml); IgnoreUnrecognizedVMOptions is only a safety net.
 JVM_OPTIONS = (
     "-XX:+IgnoreUnrecognizedVMOptions",
@@ -51,7 +61,7 @@ JVM_OPTIONS = (
 
 StrPath = os.PathLike[str] | str
 
-BUILD_TIMEOUT_S = 900  # the first Maven run downloads ~20 jars
+BUILD_TIMEOUT_S = 900  # the first Maven run downloads ~20 jars (4.9.4) or ~110 (5.5.0)
 RUN_TIMEOUT_S = 300
 
 
@@ -62,6 +72,39 @@ class RocketMqJvmError(RuntimeError):
 class ReadResult(NamedTuple):
     records: list[dict[str, Any]]
     summary: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The store files' sizes, given to RocketMQ (MessageStoreConfig) and mqstore (StoreConfig)
+    alike: each opens the other's files only when they agree."""
+
+    segment_bytes: int = 1 << 20
+    consume_queue_file_bytes: int = 1000 * 20
+    index_hash_slots: int = 1024
+    index_count_max: int = 4096
+    query_max: int = 64
+    """Messages one queryMessage returns at most (RocketMQ's maxMsgsNumBatch is raised to it)."""
+
+    def jvm_args(self) -> list[str]:
+        return [f"--segment={self.segment_bytes}", f"--cq-file={self.consume_queue_file_bytes}",
+                f"--index-slots={self.index_hash_slots}", f"--index-count={self.index_count_max}",
+                f"--query-max={self.query_max}"]
+
+    def replace(self, **changes: int) -> Layout:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class Opened:
+    """What `open` reported: the load line, every queue read with getMessage, every query."""
+
+    load: dict[str, Any]
+    queues: dict[tuple[str, int], dict[str, Any]]
+    queries: list[dict[str, Any]]
+    summary: dict[str, Any] | None
+    log: str
+    """RocketMQ's own log (stderr), for what the store only logs (where recovery started)."""
 
 
 def _require_tool(name: str) -> str:
@@ -90,38 +133,64 @@ def _run(argv: list[str], *, timeout: float, what: str) -> subprocess.CompletedP
     return proc
 
 
-def _java_sources() -> list[Path]:
-    sources = sorted(SOURCE_ROOT.rglob("*.java"))
+def _source_roots(version: str) -> list[Path]:
+    """The shared driver plus the version's own Compat class (src/rocketmq<major>/java)."""
+    major = version.split(".", 1)[0]
+    versioned = JAVA_PROJECT / "src" / f"rocketmq{major}" / "java"
+    if not versioned.is_dir():
+        raise RocketMqJvmError(f"no Java sources for RocketMQ {version} (expected {versioned})")
+    return [SHARED_SOURCES, versioned]
+
+
+def _java_sources(version: str) -> list[Path]:
+    sources = sorted(path for root in _source_roots(version) for path in root.rglob("*.java"))
     if not sources:
-        raise RocketMqJvmError(f"no Java sources under {SOURCE_ROOT}")
+        raise RocketMqJvmError(f"no Java sources for RocketMQ {version}")
     return sources
 
 
-def _build_hash(javac: str) -> str:
-    digest = hashlib.sha256()
-    for path in [POM, *_java_sources()]:
+def _build_hash(javac: str, version: str) -> str:
+    digest = hashlib.sha256(f"rocketmq {version}\0".encode())
+    for path in [POM, *_java_sources(version)]:
         digest.update(str(path.relative_to(JAVA_PROJECT)).encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
-    version = _run([javac, "-version"], timeout=60, what="javac -version")
-    digest.update((version.stdout + version.stderr).encode())
+    javac_version = _run([javac, "-version"], timeout=60, what="javac -version")
+    digest.update((javac_version.stdout + javac_version.stderr).encode())
     return digest.hexdigest()[:16]
+
+
+def _json_lines(text: str, what: str) -> list[dict[str, Any]]:
+    objects = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            objects.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise RocketMqJvmError(
+                f"{what}: stdout line {number} is not JSON: {line[:200]!r}") from exc
+    for obj in objects:
+        if "bodyHex" in obj:
+            obj["body"] = bytes.fromhex(obj["bodyHex"])
+    return objects
 
 
 @dataclass(frozen=True)
 class RocketMqJvm:
     java: str
     classpath: str
+    version: str = ROCKETMQ_494
 
     @classmethod
-    def build(cls) -> RocketMqJvm:
-        """Fetch dependencies and compile once per (pom, sources, javac) hash; then reuse."""
+    def build(cls, version: str = ROCKETMQ_494) -> RocketMqJvm:
+        """Fetch dependencies and compile once per (version, pom, sources, javac) hash; reuse."""
         java = _require_tool("java")
         javac = _require_tool("javac")
         mvn = _require_tool("mvn")
 
-        build_dir = CACHE_ROOT / _build_hash(javac)
+        build_dir = CACHE_ROOT / f"{version}-{_build_hash(javac, version)}"
         lib_dir = build_dir / "lib"
         classes_dir = build_dir / "classes"
         done_marker = build_dir / "BUILD_OK"
@@ -141,14 +210,16 @@ class RocketMqJvm:
                         "-B",
                         "-f",
                         str(POM),
+                        f"-Drocketmq.version={version}",
                         "dependency:copy-dependencies",
                         f"-DoutputDirectory={lib_dir}",
                     ],
                     timeout=BUILD_TIMEOUT_S,
-                    what="Maven dependency download",
+                    what=f"Maven dependency download (RocketMQ {version})",
                 )
-                if not any(lib_dir.glob("rocketmq-store-*.jar")):
-                    raise RocketMqJvmError(f"Maven ran but {lib_dir} has no rocketmq-store jar")
+                if not any(lib_dir.glob(f"rocketmq-store-{version}.jar")):
+                    raise RocketMqJvmError(
+                        f"Maven ran but {lib_dir} has no rocketmq-store-{version}.jar")
                 classes_dir.mkdir(parents=True)
                 _run(
                     [
@@ -160,51 +231,43 @@ class RocketMqJvm:
                         str(classes_dir),
                         "-cp",
                         str(lib_dir / "*"),
-                        *map(str, _java_sources()),
+                        *map(str, _java_sources(version)),
                     ],
                     timeout=BUILD_TIMEOUT_S,
-                    what="javac",
+                    what=f"javac (RocketMQ {version})",
                 )
                 done_marker.write_text(classpath + "\n")
-        return cls(java=java, classpath=classpath)
+        return cls(java=java, classpath=classpath, version=version)
 
     # ------------------------------------------------------------------ commands
 
-    def _invoke(self, *args: str) -> list[dict[str, Any]]:
+    def _invoke(self, *args: str) -> tuple[list[dict[str, Any]], str]:
+        what = f"RocketMqInterop {args[0]} (RocketMQ {self.version})"
         proc = _run(
             [self.java, *JVM_OPTIONS, "-cp", self.classpath, MAIN_CLASS, *args],
             timeout=RUN_TIMEOUT_S,
-            what=f"RocketMqInterop {args[0]}",
+            what=what,
         )
-        objects = []
-        for number, line in enumerate(proc.stdout.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                objects.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise RocketMqJvmError(
-                    f"RocketMqInterop {args[0]}: stdout line {number} is not JSON: {line[:200]!r}"
-                ) from exc
-        for obj in objects:
-            if "bodyHex" in obj:
-                obj["body"] = bytes.fromhex(obj["bodyHex"])
-        return objects
+        return _json_lines(proc.stdout, what), proc.stderr
 
-    def write(self, directory: StrPath, count: int, segment_bytes: int) -> list[dict[str, Any]]:
+    def write(self, directory: StrPath, count: int, layout: Layout, *,
+              crash: bool = False) -> list[dict[str, Any]]:
         """Put ``count`` varied messages with RocketMQ's DefaultMessageStore into ``directory``.
 
         Returns one dict per message in put order (= physical order), with the fields the
         AppendMessageResult and the stored MessageExtBrokerInner report; ``body`` is bytes.
+        Then the store shuts down, or with ``crash`` the JVM halts once dispatch caught up
+        (no shutdown: the abort file stays and the checkpoint is whatever was last flushed).
         """
-        messages = self._invoke("write", str(directory), str(count), str(segment_bytes))
+        args = ["write", str(directory), str(count), *layout.jvm_args()]
+        messages, _ = self._invoke(*args, *(["--crash"] if crash else []))
         if len(messages) != count:
             raise RocketMqJvmError(f"write reported {len(messages)} messages, expected {count}")
         return messages
 
-    def read_full(self, directory: StrPath) -> ReadResult:
+    def read_full(self, directory: StrPath, layout: Layout | None = None) -> ReadResult:
         """Decode every record in ``directory``/commitlog with RocketMQ's decoder + checks."""
-        objects = self._invoke("read", str(directory))
+        objects, _ = self._invoke("read", str(directory), *(layout or Layout()).jvm_args())
         if not objects or "summary" not in objects[-1]:
             raise RocketMqJvmError("read printed no summary line")
         return ReadResult(records=objects[:-1], summary=objects[-1]["summary"])
@@ -212,9 +275,46 @@ class RocketMqJvm:
     def read(self, directory: StrPath) -> list[dict[str, Any]]:
         return self.read_full(directory).records
 
+    def open_store(self, directory: StrPath, queries: list[tuple[str, ...]],
+                   layout: Layout) -> Opened:
+        """Load and start RocketMQ's store on ``directory`` itself, read every queue through
+        getMessage, run ``queries`` (("queue", topic, id), ("key", topic, key) or ("tag",
+        topic, tags)), then shut it down cleanly."""
+        queries_file = Path(directory).with_name(Path(directory).name + ".queries.tsv")
+        lines = []
+        for query in queries:
+            fields = [str(part) for part in query]
+            if any("\t" in part or "\n" in part for part in fields):
+                raise ValueError(f"query fields cannot hold tabs or newlines: {query!r}")
+            lines.append("\t".join(fields))
+        queries_file.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        try:
+            objects, log = self._invoke("open", str(directory), str(queries_file),
+                                        *layout.jvm_args())
+        finally:
+            queries_file.unlink()
+        loads = [o["load"] for o in objects if "load" in o]
+        if len(loads) != 1:
+            raise RocketMqJvmError(f"open printed {len(loads)} load lines")
+        queues = {(o["queue"]["topic"], o["queue"]["queueId"]): o["queue"]
+                  for o in objects if "queue" in o}
+        summaries = [o["summary"] for o in objects if "summary" in o]
+        return Opened(load=loads[0], queues=queues,
+                      queries=[o["query"] for o in objects if "query" in o],
+                      summary=summaries[0] if summaries else None, log=log)
+
+    def rebuild(self, directory: StrPath, out: StrPath, layout: Layout) -> dict[str, Any]:
+        """Let RocketMQ build consume queues and index files in ``out`` from a copy of
+        ``directory``/commitlog alone (abnormal recovery dispatches every record)."""
+        objects, _ = self._invoke("rebuild", str(directory), str(out), *layout.jvm_args())
+        if len(objects) != 1 or "rebuild" not in objects[0]:
+            raise RocketMqJvmError(f"rebuild printed {objects!r}")
+        result: dict[str, Any] = objects[0]["rebuild"]
+        return result
+
 
 def write(directory: StrPath, count: int, segment_bytes: int) -> list[dict[str, Any]]:
-    return RocketMqJvm.build().write(directory, count, segment_bytes)
+    return RocketMqJvm.build().write(directory, count, Layout(segment_bytes=segment_bytes))
 
 
 def read(directory: StrPath) -> list[dict[str, Any]]:
