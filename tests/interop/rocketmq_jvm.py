@@ -239,6 +239,12 @@ class RocketMqJvm:
                 done_marker.write_text(classpath + "\n")
         return cls(java=java, classpath=classpath, version=version)
 
+    @property
+    def indexes_tags(self) -> bool:
+        """RocketMQ 5's IndexService.buildIndex also indexes each message's TAGS property
+        ("topic#T#tags"); 4.9.x indexes only UNIQ_KEY and KEYS."""
+        return int(self.version.split(".", 1)[0]) >= 5
+
     # ------------------------------------------------------------------ commands
 
     def _invoke(self, *args: str) -> tuple[list[dict[str, Any]], str]:
