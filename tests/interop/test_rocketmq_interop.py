@@ -85,9 +85,10 @@ def test_mqstore_reads_commitlog_written_by_rocketmq(tmp_path: Path, rocketmq_jv
         store.close()
 
     # RocketMQ's own consume queues, read by mqstore: each queue lists its messages in order.
-    for key, messages in through_queues.items():
+    for key, (messages, status) in through_queues.items():
         want = [e["physical_offset"] for e in expected if (e["topic"], e["queue_id"]) == key]
         assert [m["physical_offset"] for m in messages] == want, f"consume queue {key}"
+        assert status == "OFFSET_OVERFLOW_ONE", f"consume queue {key}"
 
     for index, (got, want) in enumerate(zip(by_offset, expected, strict=True)):
         assert got == want, f"message_at({want['physical_offset']}) for message #{index}"

@@ -29,8 +29,11 @@ from tests.interop.corpus import (
     duplicates,
     hit_matches,
     index_queries,
+    jvm_view,
+    mqstore_view,
     outgoing_corpus,
     put_corpus,
+    read_every_queue,
     store_config,
     view_from_json,
 )
@@ -227,3 +230,70 @@ def query_mismatches(expected: list[View], answers: list[dict[str, Any]], *,
             problems.append(f"{query}: expected {sorted(offsets)}, got {sorted(found)}"
                             + (f" (duplicates {duplicates(found)})" if duplicates(found) else ""))
     return problems
+
+
+# --------------------------------------------------------------------------- RocketMQ -> mqstore
+
+
+@dataclass
+class MqstoreReads:
+    """What mqstore read from a store RocketMQ wrote, in one open."""
+
+    recovery: mq.RecoveryReport
+    queues: dict[tuple[str, int], tuple[list[View], str]]
+    by_offset: dict[int, View]
+    iterated: list[int]
+    keys: dict[Query, list[int]]
+    offsets: dict[tuple[str, int], tuple[int, int]]
+
+
+@dataclass
+class RocketmqStore:
+    """A store RocketMQ wrote, what mqstore read from it (twice), and RocketMQ on it again."""
+
+    kind: str
+    """"shutdown": RocketMQ shut down cleanly; "crashed": it halted without shutdown."""
+    directory: Path
+    expected: list[View]
+    consume_queues: dict[str, bytes]
+    index: list[IndexFile]
+    reads: MqstoreReads
+    second_recovery: mq.RecoveryReport
+    consume_queues_after: dict[str, bytes]
+    index_after: list[IndexFile]
+    reopened: Opened
+
+
+def read_with_mqstore(directory: Path, expected: list[View]) -> MqstoreReads:
+    """Open the store with mqstore, read every message every way it offers, close."""
+    with mq.MessageStore.open(directory, store_config(LAYOUT)) as store:
+        queues = by_queue(expected)
+        return MqstoreReads(
+            recovery=store.recovery_report,
+            queues=read_every_queue(store, queues),
+            by_offset={v["physical_offset"]: mqstore_view(store.message_at(v["physical_offset"]))
+                       for v in expected},
+            iterated=[m.physical_offset for m in store.iter_messages()],
+            keys={query: [m.physical_offset for m in store.query_by_key(
+                query[1], query[2], max_messages=LAYOUT.query_max)]
+                for query in index_queries(expected, tags=False)},
+            offsets={key: (store.min_offset(*key), store.max_offset(*key)) for key in queues})
+
+
+def rocketmq_store(kind: str, rocketmq: RocketMqJvm, directory: Path) -> RocketmqStore:
+    written = rocketmq.write(directory, ROCKETMQ_MESSAGES, LAYOUT, crash=kind == "crashed")
+    expected = [jvm_view(w) for w in written]
+    before = {"consume_queues": consume_queue_files(directory),
+              "index": index_files(directory, hash_slots=LAYOUT.index_hash_slots)}
+    reads = read_with_mqstore(directory, expected)
+    with mq.MessageStore.open(directory, store_config(LAYOUT)) as store:
+        second_recovery = store.recovery_report
+    consume_queues_after = consume_queue_files(directory)
+    index_after = index_files(directory, hash_slots=LAYOUT.index_hash_slots)
+    queries = [("queue", topic, str(queue_id)) for topic, queue_id in by_queue(expected)]
+    reopened = rocketmq.open_store(directory, [*queries, *rocketmq_queries(expected, rocketmq)],
+                                   LAYOUT)
+    return RocketmqStore(kind=kind, directory=directory, expected=expected, reads=reads,
+                         second_recovery=second_recovery,
+                         consume_queues_after=consume_queues_after, index_after=index_after,
+                         reopened=reopened, **before)

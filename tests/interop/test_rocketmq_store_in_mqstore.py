@@ -1,0 +1,125 @@
+"""Whole-store interop, RocketMQ -> mqstore: mqstore opens a whole store directory Apache
+RocketMQ's ``DefaultMessageStore`` (4.9.4 and 5.5.0, on the JVM) wrote, and RocketMQ opens it
+again after mqstore did.
+
+Two stores per RocketMQ version (the ``store`` fixture): RocketMQ puts its corpus (topics of
+1-127 bytes over four queues each, tags, keys, UNIQ_KEY, user properties, IPv4/IPv6 born
+hosts), its reput dispatching consume queues and the index, then
+
+* ``shutdown``: shuts down cleanly;
+* ``crashed``: halts the JVM once dispatch caught up, without shutdown (the abort file stays).
+
+mqstore opens the directory and reads every message by queue offset (``get``), by offset
+(``message_at``, ``iter_messages``) and by key (``query_by_key``), closes, and opens and
+closes it once more.  Then RocketMQ opens it again: everything must still be there, exactly
+once (N opens by mqstore must not leave N extra index entries).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from mqstore import storage as mq
+from tests.interop.corpus import by_queue, duplicates, index_queries, jvm_view
+from tests.interop.rocketmq_jvm import RocketMqJvm
+from tests.interop.whole_store import RocketmqStore, query_mismatches, rocketmq_store
+
+pytestmark = pytest.mark.interop
+
+
+@pytest.fixture(scope="module", params=["shutdown", "crashed"])
+def store(request: pytest.FixtureRequest, rocketmq: RocketMqJvm,
+          tmp_path_factory: pytest.TempPathFactory) -> RocketmqStore:
+    scratch = tmp_path_factory.mktemp(f"rocketmq-{rocketmq.version}-{request.param}")
+    return rocketmq_store(request.param, rocketmq, scratch / "store")
+
+
+# --------------------------------------------------------------------------- mqstore reads
+
+
+def test_mqstore_recovers_rocketmq_store_without_full_recovery(store: RocketmqStore) -> None:
+    """A clean RocketMQ store (no abort file, RocketMQ's own checkpoint) is a NORMAL recovery,
+    a crashed one ABNORMAL; never FULL (which means mqstore could not use the checkpoint)."""
+    want = mq.RecoveryMode.NORMAL if store.kind == "shutdown" else mq.RecoveryMode.ABNORMAL
+    assert store.reads.recovery.mode is want, store.reads.recovery
+    assert store.reads.recovery.truncated_bytes == 0, store.reads.recovery
+    assert store.second_recovery.mode is mq.RecoveryMode.NORMAL, store.second_recovery
+
+
+def test_mqstore_get_returns_what_rocketmq_wrote(store: RocketmqStore) -> None:
+    expected = by_queue(store.expected)
+    assert set(store.reads.queues) == set(expected)
+    for key, views in expected.items():
+        got, status = store.reads.queues[key]
+        assert status == "OFFSET_OVERFLOW_ONE", f"get {key} ended with {status}"
+        assert [g["physical_offset"] for g in got] == [v["physical_offset"] for v in views], key
+        for index, (g, want) in enumerate(zip(got, views, strict=True)):
+            assert g == want, f"get {key} offset {index}"
+
+
+def test_mqstore_reads_every_offset(store: RocketmqStore) -> None:
+    offsets = [v["physical_offset"] for v in store.expected]
+    assert store.reads.iterated == offsets, "iter_messages() order/coverage"
+    for view in store.expected:
+        assert store.reads.by_offset[view["physical_offset"]] == view, \
+            f"message_at({view['physical_offset']})"
+
+
+def test_mqstore_finds_each_key_once(store: RocketmqStore) -> None:
+    wanted = index_queries(store.expected, tags=False)
+    problems = [f"{query}: expected {offsets}, got {store.reads.keys[query]}"
+                + (f" (duplicates {duplicates(store.reads.keys[query])})"
+                   if duplicates(store.reads.keys[query]) else "")
+                for query, offsets in wanted.items()
+                if sorted(store.reads.keys[query]) != sorted(offsets)]
+    assert not problems, f"{len(problems)} keys answered wrongly: " + "\n".join(problems[:20])
+
+
+def test_mqstore_offsets_agree_with_rocketmq(store: RocketmqStore) -> None:
+    want = {key: (0, len(views)) for key, views in by_queue(store.expected).items()}
+    assert store.reads.offsets == want
+    got = {key: (q["minOffset"], q["maxOffset"]) for key, q in store.reopened.queues.items()
+           if key in want}
+    assert got == want, "RocketMQ's min/max offsets after mqstore opened the store"
+
+
+# --------------------------------------------------------------------------- what mqstore left
+
+
+def test_mqstore_leaves_rocketmq_consume_queues_and_index_as_they_were(
+        store: RocketmqStore) -> None:
+    """Two opens by mqstore change no consume queue byte and add or drop no index entry (after
+    a crash mqstore may rebuild index files, but with the same entries)."""
+    changed = sorted(path for path in store.consume_queues
+                     if store.consume_queues_after.get(path) != store.consume_queues[path])
+    assert not changed, f"mqstore changed consume queue files {changed[:10]}"
+    before = [(h, o) for f in store.index for h, o, _, _ in f.entries]
+    after = [(h, o) for f in store.index_after for h, o, _, _ in f.entries]
+    if before != after:
+        added, dropped = Counter(after) - Counter(before), Counter(before) - Counter(after)
+        pytest.fail(f"index entries (key hash, offset) before mqstore: {len(before)}, after "
+                    f"two opens: {len(after)}; added {list(added.items())[:10]}, dropped "
+                    f"{list(dropped.items())[:10]}")
+
+
+def test_rocketmq_reopens_store_after_mqstore(store: RocketmqStore) -> None:
+    load = store.reopened.load
+    assert load["ok"] is True, f"RocketMQ refused the store:\n{store.reopened.log[-6000:]}"
+    assert load["lastExitOK"] is True, "mqstore's clean close left the abort file"
+    expected = by_queue(store.expected)
+    for key, views in expected.items():
+        queue = store.reopened.queues[key]
+        assert queue["problems"] == [], f"getMessage on {key}"
+        assert [jvm_view(m) for m in queue["messages"]] == views, f"getMessage {key}"
+
+
+def test_rocketmq_finds_each_key_once_after_mqstore_opened_twice(store: RocketmqStore,
+                                                                 rocketmq: RocketMqJvm) -> None:
+    """queryMessage by every key (and on 5.x every tag) of RocketMQ's own corpus, after two
+    mqstore opens: each message exactly once ("reopen duplicates index entries")."""
+    assert store.reopened.load["ok"] is True, store.reopened.log[-6000:]
+    problems = query_mismatches(store.expected, store.reopened.queries,
+                                tags=rocketmq.indexes_tags)
+    assert not problems, f"{len(problems)} lookups answered wrongly: " + "\n".join(problems[:20])
