@@ -105,7 +105,7 @@ def view_from_json(obj: dict[str, Any]) -> View:
     return {**obj, "body": tuple(obj["body"]), "keys": tuple(obj["keys"])}
 
 
-def assert_corpus_is_varied(views: list[View]) -> None:
+def assert_corpus_is_varied(views: list[View], *, ipv6_store_host: bool = True) -> None:
     """Guard against a corpus silently losing the cases these tests exist for."""
     assert any(v["sysflag"] & BORNHOST_V6_FLAG for v in views), "no IPv6 born host"
     assert any(v["body"][0] == 0 for v in views), "no empty body"
@@ -117,6 +117,9 @@ def assert_corpus_is_varied(views: list[View]) -> None:
     assert any(names - {"TAGS", "KEYS"} for names in user_props), "no user-defined property"
     assert {len(v["topic"].encode()) for v in views} >= {1, 127}
     assert {v["queue_id"] for v in views} == {0, 1, 2, 3}
+    if ipv6_store_host:
+        assert any(v["sysflag"] & STOREHOST_V6_FLAG for v in views), "no IPv6 store host"
+        assert not all(v["sysflag"] & STOREHOST_V6_FLAG for v in views), "no IPv4 store host"
 
 
 def unique_key(view: View) -> str | None:

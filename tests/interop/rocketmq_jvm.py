@@ -107,6 +107,12 @@ class Opened:
     """RocketMQ's own log (stderr), for what the store only logs (where recovery started)."""
 
 
+def indexes_tags(version: str) -> bool:
+    """RocketMQ 5's IndexService.buildIndex also indexes each message's whole TAGS property
+    ("topic#T#tags", MessageConst.INDEX_TAG_TYPE); 4.9.x indexes only UNIQ_KEY and KEYS."""
+    return int(version.split(".", 1)[0]) >= 5
+
+
 def _require_tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
@@ -241,9 +247,7 @@ class RocketMqJvm:
 
     @property
     def indexes_tags(self) -> bool:
-        """RocketMQ 5's IndexService.buildIndex also indexes each message's TAGS property
-        ("topic#T#tags"); 4.9.x indexes only UNIQ_KEY and KEYS."""
-        return int(self.version.split(".", 1)[0]) >= 5
+        return indexes_tags(self.version)
 
     # ------------------------------------------------------------------ commands
 

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from mqstore import storage as mq
-from tests.interop.corpus import by_queue, jvm_view
-from tests.interop.rocketmq_jvm import ROCKETMQ_VERSIONS, RocketMqJvm
+from tests.interop.corpus import assert_corpus_is_varied, by_queue, jvm_view
+from tests.interop.rocketmq_jvm import ROCKETMQ_VERSIONS, RocketMqJvm, indexes_tags
 from tests.interop.store_files import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_NAMES,
@@ -43,7 +43,7 @@ from tests.interop.whole_store import (
 
 pytestmark = pytest.mark.interop
 
-TAG_INDEXING_VERSIONS = [v for v in ROCKETMQ_VERSIONS if RocketMqJvm("", "", v).indexes_tags]
+TAG_INDEXING_VERSIONS = [v for v in ROCKETMQ_VERSIONS if indexes_tags(v)]
 
 
 @pytest.fixture(scope="module", params=["closed", "killed"])
@@ -55,6 +55,15 @@ def store(request: pytest.FixtureRequest, rocketmq: RocketMqJvm,
     return written
 
 
+def _consume_queue_names(store: MqstoreStore) -> dict[str, list[str]]:
+    """"topic/queue id" -> the names of its consume queue files, in order."""
+    names: dict[str, list[str]] = {}
+    for path in sorted(store.consume_queues):
+        topic, queue_id, name = path.rsplit("/", 2)
+        names.setdefault(f"{topic}/{queue_id}", []).append(name)
+    return names
+
+
 def loaded(store: MqstoreStore) -> dict[str, Any]:
     assert store.opened is not None
     load = store.opened.load
@@ -64,6 +73,14 @@ def loaded(store: MqstoreStore) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- load
+
+
+def test_corpus_is_varied(store: MqstoreStore) -> None:
+    assert_corpus_is_varied(store.expected, ipv6_store_host=store.kind == "closed")
+    assert len(store.data_segments) > 3, f"only {store.data_segments} hold data"
+    assert any(len(names) > 1 for names in _consume_queue_names(store).values()), \
+        "no consume queue spans two files"
+    assert len(store.index) > 1, "mqstore wrote one index file only"
 
 
 def test_killed_writer_left_a_segment_being_prepared(store: MqstoreStore) -> None:
@@ -83,11 +100,8 @@ def test_rocketmq_loads_every_file(store: MqstoreStore) -> None:
     assert load["commitLogFiles"] == [s for s in store.segments if s in load["commitLogFiles"]]
     assert set(store.data_segments) <= set(load["commitLogFiles"]), "segments with data refused"
     assert load["maxPhyOffset"] == store.end_position
-    ours_queues = {}
-    for path in store.consume_queues:
-        topic, queue_id, name = path.rsplit("/", 2)
-        ours_queues.setdefault(f"{topic}/{queue_id}", []).append(name)
-    assert {k: sorted(v) for k, v in ours_queues.items()} == {
+    ours_queues = _consume_queue_names(store)
+    assert ours_queues == {
         k: v for k, v in load["consumeQueueFiles"].items() if k in ours_queues}
     assert sorted(load["indexFiles"]) == [f.name for f in store.index]
     # Nothing with data was deleted or resized; only empty segments made ahead may go.

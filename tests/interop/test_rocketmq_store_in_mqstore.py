@@ -22,8 +22,15 @@ from collections import Counter
 import pytest
 
 from mqstore import storage as mq
-from tests.interop.corpus import by_queue, duplicates, index_queries, jvm_view
+from tests.interop.corpus import (
+    assert_corpus_is_varied,
+    by_queue,
+    duplicates,
+    index_queries,
+    jvm_view,
+)
 from tests.interop.rocketmq_jvm import RocketMqJvm
+from tests.interop.store_files import index_key_hash
 from tests.interop.whole_store import RocketmqStore, query_mismatches, rocketmq_store
 
 pytestmark = pytest.mark.interop
@@ -34,6 +41,25 @@ def store(request: pytest.FixtureRequest, rocketmq: RocketMqJvm,
           tmp_path_factory: pytest.TempPathFactory) -> RocketmqStore:
     scratch = tmp_path_factory.mktemp(f"rocketmq-{rocketmq.version}-{request.param}")
     return rocketmq_store(request.param, rocketmq, scratch / "store")
+
+
+# --------------------------------------------------------------------------- harness
+
+
+def test_rocketmq_wrote_a_varied_store_indexing_each_key_once(store: RocketmqStore,
+                                                                rocketmq: RocketMqJvm) -> None:
+    """The harness itself: RocketMQ's corpus covers the cases, spans files of every kind, and
+    its own index holds one entry per key (a RocketMQ index file named like the previous one,
+    created in the same millisecond, would lose entries and fail the tests below)."""
+    assert_corpus_is_varied(store.expected)
+    assert len(store.index) > 1, "RocketMQ wrote one index file only"
+    assert len({f.name for f in store.index}) == len(store.index)
+    wanted = index_queries(store.expected, tags=rocketmq.indexes_tags)
+    hashes = Counter((index_key_hash(f"{topic}#T#{name}" if kind == "tag" else f"{topic}#{name}"),
+                      offset) for (kind, topic, name), offsets in wanted.items()
+                     for offset in offsets)
+    entries = Counter((h, o) for f in store.index for h, o, _, _ in f.entries)
+    assert entries == hashes
 
 
 # --------------------------------------------------------------------------- mqstore reads

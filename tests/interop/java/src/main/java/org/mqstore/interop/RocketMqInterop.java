@@ -79,6 +79,7 @@ public final class RocketMqInterop {
     static final int BLANK_MAGIC = 0xCBD43194;     // CommitLog.BLANK_MAGIC_CODE
 
     static final String STORE_HOST = "10.20.30.40";
+    static final String STORE_HOST_V6 = "2001:db8:0:30::40";
     static final int STORE_PORT = 10911;
     static final String CLUSTER = "InteropCluster";
     static final String CONSUMER_GROUP = "mqstore-interop";
@@ -273,7 +274,9 @@ public final class RocketMqInterop {
             msg.setBornHost(new InetSocketAddress(InetAddress.getByName("192.168." + (i % 256) + "." + (i * 3 % 256)),
                 50000 + i));
         }
-        msg.setStoreHost(new InetSocketAddress(InetAddress.getByName(STORE_HOST), STORE_PORT));
+        // A broker bound to an IPv6 address stores a 16-byte STOREHOST (CommitLog sets the sysflag bit).
+        String storeHost = i % 7 == 6 ? STORE_HOST_V6 : STORE_HOST;
+        msg.setStoreHost(new InetSocketAddress(InetAddress.getByName(storeHost), STORE_PORT));
 
         // Every 9th message carries no properties at all (zero-length properties field).
         Map<String, String> props = new LinkedHashMap<>();
