@@ -143,7 +143,8 @@ def _reindex(spark: object, store: str, arguments: argparse.Namespace) -> int:
     settings = ReindexSettings(
         consume_queue_file_size_bytes=config.consume_queue_file_size_bytes,
         index_enabled=config.index_enabled, index_hash_slot_count=config.index_hash_slot_count,
-        index_count_max=config.index_count_max, queue_tasks=arguments.queue_tasks)
+        index_count_max=config.index_count_max, index_tags=config.index_tags_enabled,
+        queue_tasks=arguments.queue_tasks)
     result = reindex(spark, store, str(arguments.output), settings)  # type: ignore[arg-type]
     print(f"reindexed into {arguments.output}: {result.queue_entries} consume queue entries, "
           f"{result.index_keys} index keys in {result.index_files} index file(s)")

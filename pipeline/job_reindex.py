@@ -3,8 +3,9 @@ directory, byte for byte what the engine's dispatch writes.
 
 Dispatch (storage/dispatch/dispatcher.py) does, per record in log order: a consume queue entry
 (position, size, hash of TAGS) at the record's queue offset, for untransacted and committed
-messages; and index entries `topic#UNIQ_KEY` then `topic#key` per KEYS entry, for every
-message, into the newest index file, a new one when it is full.  Here Spark splits that work
+messages; and index entries `topic#UNIQ_KEY`, then `topic#key` per KEYS entry, then
+`topic#T#<tags>` (index_tags_enabled), for every message, into the newest index file, a new
+one when it is full.  Here Spark splits that work
 without changing a byte of the result:
 
 * consume queues: rows are partitioned by (topic, queue) and sorted by queue offset, and each
@@ -44,7 +45,7 @@ from mqstore.storage.format.volume import (
     index_file_name,
     index_file_name_after,
 )
-from mqstore.storage.index.index_service import index_key
+from mqstore.storage.index.index_service import INDEX_TAG_TYPE, index_key
 from mqstore.storage.queues.consume_queues import ConsumeQueues
 
 from .job_export import store_frame
@@ -58,6 +59,8 @@ class ReindexSettings:
     index_enabled: bool
     index_hash_slot_count: int
     index_count_max: int
+    index_tags: bool = True
+    """Tag entries too (`StoreConfig.index_tags_enabled`)."""
     queue_tasks: int = 8
     """Tasks that write consume queues (each writes whole queues)."""
 
@@ -80,6 +83,16 @@ def _write_queues(output: str, file_size_bytes: int, rows: Iterable[Row]) -> Non
         queues.flush(pages_min=0)
     finally:
         queues.close()
+
+
+_TAG_MARK = "\x00T\x00"
+"""Marks the tag among a message's keys (KEYS never hold a NUL): it is indexed typed."""
+
+
+def _indexed_key(topic: str, key: str) -> str:
+    if key.startswith(_TAG_MARK):
+        return index_key(topic=topic, key=key[len(_TAG_MARK):], index_type=INDEX_TAG_TYPE)
+    return index_key(topic=topic, key=key)
 
 
 def _write_index_files(output: str, names: list[str], previous_ends: dict[int, tuple[int, int]],
@@ -135,16 +148,20 @@ def _rebuild_queues(spark: SparkSession, directory: str, output: str,
 def _rebuild_index(spark: SparkSession, directory: str, output: str,
                    settings: ReindexSettings) -> tuple[int, int]:
     unique_key = F.col("properties").getItem(PROPERTY_UNIQUE_KEY)
+    empty = F.array().cast("array<string>")
     leading = F.when(unique_key.isNotNull() & (unique_key != ""), F.array(unique_key)) \
-        .otherwise(F.array().cast("array<string>"))
+        .otherwise(empty)
+    trailing = F.when(F.col("tags").isNotNull() & (F.col("tags") != ""),
+                      F.array(F.concat(F.lit(_TAG_MARK), F.col("tags")))).otherwise(empty) \
+        if settings.index_tags else empty
     keyed = store_frame(spark, directory).select(
         "physical_offset", F.unix_millis("store_timestamp").alias("store_ms"), "topic",
-        F.posexplode(F.concat(leading, F.col("keys"))).alias("position", "key"))
+        F.posexplode(F.concat(leading, F.col("keys"), trailing)).alias("position", "key"))
     ranked = keyed.orderBy("physical_offset", "position").rdd.zipWithIndex()
     per_file = settings.index_count_max - 1
     by_file = ranked.map(lambda pair: ((pair[1] // per_file, pair[1]), (
-        pair[0].physical_offset, pair[0].store_ms, index_key(topic=pair[0].topic,
-                                                             key=pair[0].key)))).cache()
+        pair[0].physical_offset, pair[0].store_ms,
+        _indexed_key(pair[0].topic, pair[0].key)))).cache()
     try:
         key_count = by_file.count()
         if key_count == 0:

@@ -4,7 +4,7 @@ No asyncio, no HTTP: the services, the operator and the Spark pipeline build on 
 The public API is re-exported here.
 """
 
-from .config import FlushMode, PreallocateMethod, StoreConfig
+from .config import CorruptionPolicy, FlushMode, PreallocateMethod, StoreConfig
 from .errors import (
     BufferPoolExhausted,
     ConfigError,
@@ -12,6 +12,7 @@ from .errors import (
     ReplicationGapError,
     SegmentCreateError,
     StoreClosedError,
+    StoreCorruptError,
     StoreError,
     StoreFormatError,
     StoreLockedError,
@@ -20,10 +21,11 @@ from .errors import (
 from .files.checkpoint import CheckpointState
 from .format.message import Message, PutResult, PutStatus, StoredMessage
 from .format.record import SysFlag
+from .format.record_scan import Damage
 from .format.topic import validate_topic
 from .race.read_cache import ReadCacheStats
 from .race.store import AppendError, RangeReadTimeoutError
-from .reads.get import GetResult, GetStatus, NoRecordError
+from .reads.get import CorruptRecordError, GetResult, GetStatus, NoRecordError
 from .recovery.recovery import RecoveryMode, RecoveryReport
 from .roles import BrokerRole
 from .stats import StoreStats
@@ -35,6 +37,9 @@ __all__ = [
     "BufferPoolExhausted",
     "CheckpointState",
     "ConfigError",
+    "CorruptRecordError",
+    "CorruptionPolicy",
+    "Damage",
     "FlushMode",
     "GetResult",
     "GetStatus",
@@ -53,6 +58,7 @@ __all__ = [
     "SegmentCreateError",
     "StoreClosedError",
     "StoreConfig",
+    "StoreCorruptError",
     "StoreError",
     "StoreFormatError",
     "StoreLockedError",

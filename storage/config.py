@@ -37,6 +37,19 @@ class FlushMode(enum.Enum):
     """Acknowledge only after the record's end position is synced (group commit)."""
 
 
+class CorruptionPolicy(enum.Enum):
+    """What opening a store does with damage recovery finds (recovery/recovery.py): bytes
+    that hold no valid record where one was due, below records that are valid."""
+
+    SKIP = "skip"
+    """Keep serving everything else: the damage is reported (recovery report, ERROR log,
+    metric, `mqstore verify`) and reads of a damaged record answer MESSAGE_CORRUPT; a
+    replica can refill it."""
+    REFUSE = "refuse"
+    """Refuse to open (`StoreCorruptError` names the damage): for whoever prefers to repair
+    by hand before anything is served."""
+
+
 class PreallocateMethod(enum.Enum):
     """How a new segment file is prepared before the put path first writes into it.
 
@@ -218,6 +231,16 @@ class StoreConfig:
     """`maxTransferBytesOnMessageInMemory`: record bytes one `get` returns at most (the first
     message is returned whatever its size)."""
 
+    index_tags_enabled: bool = True
+    """Index each message's TAGS too (`topic#T#<tags>`), as RocketMQ 5 does, so a query by
+    tag (and RocketMQ 5 reading this store) finds them; one more 20-byte entry a tagged
+    message.  RocketMQ 4.9 writes none (and ignores them)."""
+
+    read_verify_crc: bool = True
+    """Reads (`get`, `message_at`, `iter_messages`) check each record's body CRC and answer
+    MESSAGE_CORRUPT / `CorruptRecordError` for a damaged one instead of serving it.  On: a
+    flipped byte is never served as good; what it costs is in docs/benchmarks."""
+
     # -- race API (append / get_range) and its read cache ------------------------------------
     range_read_wait_ms: int = 1000
     """How long `get_range` waits for dispatch to put offsets the writer already assigned
@@ -278,8 +301,13 @@ class StoreConfig:
 
     # -- recovery and shutdown -------------------------------------------------------------------
     recovery_segments_max: int = 3
-    """Normal (clean-shutdown) recovery validates with CRC only the last N segments (RocketMQ:
-    3).  Abnormal recovery starts where the checkpoint says data was safely synced."""
+    """Normal (clean-shutdown) recovery validates with CRC only the last N segments that
+    hold data (RocketMQ: 3, counting preallocated empty ones).  Abnormal recovery starts where
+    the checkpoint says data was safely synced."""
+
+    corruption_policy: CorruptionPolicy = CorruptionPolicy.SKIP
+    """SKIP: one damaged record must not stop every producer and consumer; everything else
+    stays served and the damage is reported.  REFUSE for those who repair before serving."""
 
     shutdown_retries_max: int = 10
     """`RETRY_TIMES_OVER`: commit and flush attempts on close before giving up loudly."""

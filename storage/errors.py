@@ -39,6 +39,11 @@ class StoreFormatError(StoreError):
     """The directory does not hold a store this engine can open (wrong sizes, bad names)."""
 
 
+class StoreCorruptError(StoreFormatError):
+    """The store holds damaged records and `corruption_policy` is REFUSE (or a read met a
+    damaged record where no status can say so): the message names where and why."""
+
+
 class IndexFileFormatError(StoreFormatError):
     """An index file whose size or header does not fit the configured `hash_slot_count` and
     `index_count_max` (written with other settings, truncated, or a corrupt header)."""

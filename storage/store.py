@@ -52,12 +52,11 @@ class MessageStore:
         self._closed = False
         self._failure: str | None = None
         self._disk_full: str | None = None
-        self._last_checkpoint_ms = 0.0
         self._wiring = wire(directory, config, segment_list=self._segment_list,
                             queue_offsets=opened.queue_offsets, indexer=self._indexer,
                             recovered_end_position=opened.report.end_position,
+                            checkpoint=self._checkpoint,
                             handlers=StoreHandlers(on_fatal=self._on_fatal,
-                                                   on_flushed=self._on_flushed,
                                                    on_disk_full=self._on_disk_full,
                                                    failure=lambda: self._failure),
                             on_readable=on_readable)
@@ -125,7 +124,7 @@ class MessageStore:
         self._wiring.allocator.close()
         clean = self._failure is None
         if clean:
-            self._on_flushed(force=True)
+            self._wiring.checkpointer.on_flushed(force=True)
         if self._indexer is not None:
             self._indexer.close()
         self._segment_list.close()
@@ -232,6 +231,13 @@ class MessageStore:
         """Messages of `topic` with `key` stored within [begin_ms, end_ms], oldest first."""
         self._check_open()
         return self._reads.query_by_key(topic, key, begin_ms, end_ms, max_messages)
+
+    def query_by_tag(self, topic: str, tag: str, begin_ms: int = 0, end_ms: int | None = None,
+                     max_messages: int = 32) -> list[StoredMessage]:
+        """Messages of `topic` tagged `tag`, stored within [begin_ms, end_ms], oldest first
+        (the index's tag entries, `index_tags_enabled`)."""
+        self._check_open()
+        return self._reads.query_by_tag(topic, tag, begin_ms, end_ms, max_messages)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -353,16 +359,6 @@ class MessageStore:
         if self._wiring.transfer is not None:
             self._wiring.transfer.fail_all()
 
-    def _on_flushed(self, *, force: bool = False) -> None:
-        """Persist the checkpoint at most every `checkpoint_interval_ms` (and on close)."""
-        now_ms = time.monotonic() * 1000
-        if not force and now_ms - self._last_checkpoint_ms < self.config.checkpoint_interval_ms:
-            return
-        self._last_checkpoint_ms = now_ms
-        values = self._checkpoint.values
-        values.physic_msg_timestamp_ms = self._segment_list.flushed_store_timestamp_ms
-        values.master_flushed_offset = self._segment_list.flushed_position
-        self._checkpoint.write()
 
 
 def _no_queue(topic: str, queue_id: int) -> None:

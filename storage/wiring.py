@@ -9,7 +9,8 @@
     commit service (pool on)
       └─ after a commit ──────▶ on_readable()               a master
     async flush / group commit
-      ├─ after a sync ────────▶ the store's checkpoint      log time, flushed position
+      ├─ after a sync ────────▶ checkpointer                checkpoint: log time, flushed
+      │                                                      position; the queue offsets
       └─ (group commit) ──────▶ parked puts answered        acknowledge.py
     follower's confirmation ──▶ parked sync-master puts     replica_sync.py
     indexer (dispatch/indexer.py)
@@ -34,8 +35,13 @@ from pathlib import Path
 from .config import StoreConfig
 from .dispatch.dispatcher import Listener
 from .dispatch.indexer import Indexer
+from .errors import StoreFormatError
+from .files.checkpoint import Checkpoint
+from .files.watermarks import DispatchedFile
+from .format import volume
 from .log.acknowledge import PutAcknowledger
 from .log.allocator import SegmentAllocator
+from .log.checkpointer import LogCheckpointer
 from .log.commitlog import CommitLog
 from .log.flush import AsyncFlushService, CommitService, GroupCommitService
 from .log.pool import TransientStorePool
@@ -63,6 +69,7 @@ class Wiring:
     group_commit: GroupCommitService | None
     transfer: GroupTransferService | None
     retention: RetentionService
+    checkpointer: LogCheckpointer
     services: list[ServiceThread]
     """The log's services, in start (and stop) order; the indexer runs its own."""
 
@@ -72,14 +79,13 @@ class StoreHandlers:
     """The store's own reactions, passed into the graph."""
 
     on_fatal: FatalHandler
-    on_flushed: Callable[[], None]
     on_disk_full: OnDiskFull
     failure: Callable[[], str | None]
 
 
 def wire(directory: Path, config: StoreConfig, *, segment_list: SegmentList,
          queue_offsets: dict[tuple[str, int], int], indexer: Indexer | None,
-         recovered_end_position: int, handlers: StoreHandlers,
+         recovered_end_position: int, checkpoint: Checkpoint, handlers: StoreHandlers,
          on_readable: Callable[[], None] | None) -> Wiring:
     """Build the log's services and connect every part as the module docstring draws."""
     pool = (TransientStorePool(buffer_count=config.pool_buffer_count,
@@ -102,21 +108,45 @@ def wire(directory: Path, config: StoreConfig, *, segment_list: SegmentList,
                           queue_offsets=queue_offsets,
                           after_append=_after_append(config, commit_service, publisher,
                                                      readable))
+    checkpointer = LogCheckpointer(directory, config, checkpoint=checkpoint,
+                                   segment_list=segment_list, commitlog=commitlog)
     group_commit, flush = _flush_service(config, segment_list, commit_service, commitlog,
-                                         handlers)
+                                         handlers, on_flushed=checkpointer.on_flushed)
     replication, acks, transfer = start_replication(
         config, segment_list=segment_list, commitlog=commitlog, commit_service=commit_service,
         group_commit=group_commit, failure=handlers.failure, on_fatal=handlers.on_fatal)
     retention = RetentionService(
         segment_list, config, on_disk_full=handlers.on_disk_full,
         on_min_position=indexer.follow_log_start if indexer is not None else None,
+        dispatched_position=(lambda: indexer.dispatched_position) if indexer is not None
+        else published_dispatched_position(directory),
         on_fatal=handlers.on_fatal)
     services: list[ServiceThread] = [service for service in (
         commit_service, flush, transfer, retention, publisher) if service is not None]
     return Wiring(commitlog=commitlog, allocator=allocator, pool=pool,
                   commit_service=commit_service, replication=replication,
                   acks=acks, group_commit=group_commit, transfer=transfer,
-                  retention=retention, services=services)
+                  retention=retention, checkpointer=checkpointer, services=services)
+
+
+def published_dispatched_position(directory: Path) -> Callable[[], int]:
+    """How far an indexer process has dispatched, as it publishes in `dispatched` (0 while
+    it cannot be read: retention then deletes nothing)."""
+
+    def dispatched_position() -> int:
+        try:
+            dispatched = DispatchedFile(directory / volume.DISPATCHED_FILE, writable=False)
+        except (FileNotFoundError, StoreFormatError):
+            return 0
+        try:
+            found = dispatched.read()
+        except StoreFormatError:
+            return 0
+        finally:
+            dispatched.close()
+        return found[1]["dispatched_position"] if found is not None else 0
+
+    return dispatched_position
 
 
 def _after_append(config: StoreConfig, commit_service: CommitService | None,
@@ -148,18 +178,18 @@ def _after_append(config: StoreConfig, commit_service: CommitService | None,
 
 def _flush_service(config: StoreConfig, segment_list: SegmentList,
                    commit_service: CommitService | None, commitlog: CommitLog,
-                   handlers: StoreHandlers
+                   handlers: StoreHandlers, *, on_flushed: Callable[[], None]
                    ) -> tuple[GroupCommitService | None, ServiceThread]:
     """Sync flush: the group commit (committing on demand with the pool; sealing groups with
     alignment).  Async flush: the interval flush service."""
     if not config.flush_sync:
-        return None, AsyncFlushService(segment_list, config, on_flushed=handlers.on_flushed,
+        return None, AsyncFlushService(segment_list, config, on_flushed=on_flushed,
                                        on_fatal=handlers.on_fatal)
     commit = commit_service.commit_now if commit_service is not None else None
     # (config_checks: a follower never aligns, its log is the master's byte for byte)
     seal = commitlog.seal_group if config.group_commit_align_bytes else None
     group_commit = GroupCommitService(segment_list, config, commit=commit, seal=seal,
-                                      on_flushed=handlers.on_flushed,
+                                      on_flushed=on_flushed,
                                       on_fatal=handlers.on_fatal)
     return group_commit, group_commit
 

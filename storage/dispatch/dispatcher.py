@@ -7,7 +7,14 @@ and for each:
                           → index: topic#UNIQ_KEY and topic#key for each KEYS entry
     group-commit filler   → nothing (topic rmq_sys_mqstore_padding, see padding.py)
     BLANK                 → jump to the next segment
-    anything else         → DispatchCorruptError (never skipped silently)
+    damage                → skipped to the next whole record (record_scan.py), reported
+                            (ERROR log, `damage`); a queue left with a hole by it gets
+                            *damaged entries* for the missing offsets: they point at the
+                            damaged bytes, and a read of one answers MESSAGE_CORRUPT
+    a missing segment     → DispatchCorruptError (the writer's recovery recreates those)
+
+A queue hole with no damage seen before it is a bug, and stops dispatch
+(ConsumeQueueGapError), as a record that is not whole does.
 
 Duplicates are ignored by the consume queues, so re-dispatching a range is safe (abnormal
 recovery does it).  After each pass the listener gets one batched notice: the next offset of
@@ -18,6 +25,7 @@ process that reads the position the writer publishes.
 
 from __future__ import annotations
 
+import collections
 import errno
 import functools
 import logging
@@ -36,11 +44,15 @@ from ..format.properties import (
     PROPERTY_UNIQUE_KEY,
     decode_properties,
 )
+from ..format.record_scan import Damage, find_record
 from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 
 log = logging.getLogger(__name__)
+
+DAMAGE_KEPT_MAX = 1024
+"""Damaged ranges remembered to explain queue holes: far more than a disk holds at once."""
 
 QueueNotices = Mapping[tuple[str, int], int]
 """(topic, queue id) → the queue's next offset after this pass."""
@@ -61,22 +73,27 @@ class DispatchCorruptError(StoreError):
 
 class IndexBuilder(Protocol):
     def build(self, *, topic: str, keys: Sequence[str], unique_key: str | None,
-              physical_offset: int, store_timestamp_ms: int) -> int | None: ...
+              tags: str | None, physical_offset: int, store_timestamp_ms: int) -> int | None: ...
 
 
 class Dispatcher:
     def __init__(self, reader: CommitLogReader, queues: ConsumeQueues, *,
                  index: IndexBuilder | None, dispatched_position: int,
-                 records_per_pass_max: int) -> None:
+                 records_per_pass_max: int, index_tags: bool = True) -> None:
         self._reader = reader
         self._queues = queues
         self._index = index
         self.dispatched_position = dispatched_position
         self.records_per_pass_max = records_per_pass_max
+        self.index_tags = index_tags
+        """Also index each message's TAGS (`topic#T#<tags>`), as RocketMQ 5 does."""
         self.last_store_timestamp_ms = 0
         self.index_timestamp_ms: int | None = None
         """End time of the newest index file that filled and was synced (for the checkpoint)."""
         self.records_dispatched_total = 0
+        self.damage: collections.deque[Damage] = collections.deque(maxlen=DAMAGE_KEPT_MAX)
+        """Damaged ranges dispatch skipped (the newest DAMAGE_KEPT_MAX)."""
+        self.damaged_ranges_total = 0
 
     def dispatch(self, *, committed_position: int, min_position: int) -> QueueNotices:
         """Dispatch whole records in [dispatched_position, committed_position); return the
@@ -112,12 +129,40 @@ class Dispatcher:
                 self.dispatched_position = start + size
                 break
             if result.status is not record.RecordCheck.OK:
-                raise DispatchCorruptError(f"record at {self.dispatched_position}: "
-                                           f"{result.reason or result.status.value}")
+                self._skip_damage(mapping, start, end, reason=result.reason or
+                                  "zeros where a record was due")
+                continue
             self._dispatch_record(mapping, position, result, notices)
             self.dispatched_position += result.size_bytes
             dispatched += 1
         return dispatched
+
+    def _skip_damage(self, mapping: record.ReadableBuffer, start: int, end: int, *,
+                     reason: str) -> None:
+        """A record below the committed position that is not whole: move to the next whole
+        record (or the segment's end, or the committed end) and remember the damage."""
+        size = self._reader.segment_size_bytes
+        position = self.dispatched_position - start
+        found = find_record(mapping, position + 1, end - start, limit=size,
+                            segment_start=start)
+        resumed = start + found if found is not None else end
+        damage = Damage(self.dispatched_position, resumed, reason)
+        log.error("dispatch skipped damaged bytes of the commit log at %s", damage)
+        self.damage.append(damage)
+        self.damaged_ranges_total += 1
+        self.dispatched_position = resumed
+
+    def _damage_between(self, after: int, before: int) -> Damage | None:
+        """The first damage known that starts in [after, before] (a lost tail recovery cut
+        starts where the first record written after it does)."""
+        for damage in self.damage:
+            if after <= damage.position <= before:
+                return damage
+        return None
+
+    def note_damage(self, damage: Damage) -> None:
+        """Damage found elsewhere (recovery, a cut log): it may explain a queue hole."""
+        self.damage.append(damage)
 
     def _dispatch_record(self, mapping: record.ReadableBuffer, position: int,
                          result: record.CheckResult,
@@ -134,6 +179,16 @@ class Dispatcher:
         tags = properties.get(PROPERTY_TAGS)
         if head.sysflag & record.TRANSACTION_TYPE_MASK in _DISPATCHED_TRANSACTION_TYPES:
             queue = self._queues.get_or_create(topic, head.queue_id)
+            if head.queue_offset > queue.max_offset:
+                damage = self._damage_between(queue.max_physical_end, head.physical_offset)
+                if damage is not None:
+                    # Sized to end before this record: a lost tail's damage overlaps the
+                    # records written after the cut.
+                    queue.mark_damaged(up_to_offset=head.queue_offset,
+                                       physical_offset=damage.position,
+                                       size_bytes=max(1, min(
+                                           damage.end_position, head.physical_offset)
+                                           - damage.position))
             if queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
                          tags_code=_tags_code(tags) if tags else 0,
                          queue_offset=head.queue_offset):
@@ -142,6 +197,7 @@ class Dispatcher:
             keys = [k for k in properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
             rolled = self._index.build(topic=topic, keys=keys,
                                        unique_key=properties.get(PROPERTY_UNIQUE_KEY),
+                                       tags=tags if self.index_tags else None,
                                        physical_offset=head.physical_offset,
                                        store_timestamp_ms=head.store_timestamp_ms)
             if rolled is not None:

@@ -33,6 +33,7 @@ Crash-only: a record that fails to decode below the committed position stops the
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -43,8 +44,10 @@ from typing import NamedTuple
 from ..config import StoreConfig
 from ..files.checkpoint import Checkpoint
 from ..files.lockfile import AbortMarker, StoreLock
+from ..files.queue_offsets_file import read_queue_offsets
 from ..files.watermarks import DispatchedFile
 from ..format import volume
+from ..format.record_scan import Damage
 from ..index.index_service import IndexService
 from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
@@ -79,7 +82,7 @@ class Indexer:
             self.queues = ConsumeQueues(directory,
                                         file_size_bytes=config.consume_queue_file_size_bytes)
             self._closers.append(self.queues.close)
-            self.queues.load()
+            self._cut_queues = self.queues.load()
             self.index = self._load_index(abnormal=abnormal)
             self._dispatched = (DispatchedFile(directory / volume.DISPATCHED_FILE,
                                                writable=True) if publish_dispatched else None)
@@ -99,7 +102,8 @@ class Indexer:
         """The log's start as last seen: the queues and the index hold nothing below it."""
         self.dispatcher = Dispatcher(self.reader, self.queues, index=self.index,
                                      dispatched_position=0,
-                                     records_per_pass_max=config.dispatch_records_per_pass_max)
+                                     records_per_pass_max=config.dispatch_records_per_pass_max,
+                                     index_tags=config.index_tags_enabled)
         self._dispatch: DispatchService | None = None
         self._own: _OwnFiles | None = None
         """`Indexer.open`'s: the process's abort marker and what closes with it."""
@@ -170,6 +174,8 @@ class Indexer:
         bounds = self._source.bounds()
         self.min_position = bounds.min_position if bounds is not None else 0
         position = max(self.queues.max_physical_end, self.min_position)
+        for physical_end in self._queues_behind():  # dispatch fills them again
+            position = min(position, max(physical_end, self.min_position))
         if self.index is not None:
             position = min(position, max(self.index.end_physical_offset, self.min_position))
         if floor_position is not None:
@@ -177,6 +183,22 @@ class Indexer:
         self.dispatcher.dispatched_position = position
         self.synced_position = min(self._previous_synced, position)
         return position
+
+    def _queues_behind(self) -> list[int]:
+        """Where each queue that lost entries ends: queues cut at load, and queues behind
+        the writer's queue offset snapshot (a deleted or damaged queue directory: its lost
+        records lie after its end; a queue missing altogether, anywhere in the log)."""
+        behind = [queue.max_physical_end for queue in self._cut_queues]
+        snapshot = read_queue_offsets(self.directory)
+        if snapshot is not None:
+            for (topic, queue_id), next_offset in snapshot.offsets.items():
+                queue = self.queues.get(topic, queue_id)
+                if queue is None or queue.max_offset < next_offset:
+                    log.warning("consume queue %s/%d ends at offset %d, the writer counted %d: "
+                                "dispatching its records again", topic, queue_id,
+                                queue.max_offset if queue else 0, next_offset)
+                    behind.append(queue.max_physical_end if queue is not None else 0)
+        return behind
 
     def start(self, *, listener: Listener | None, on_fatal: FatalHandler | None,
               catch_up: bool) -> None:
@@ -205,6 +227,9 @@ class Indexer:
                 log.warning("writer generation %d recovered the log to %d, below dispatch "
                             "at %d: re-dispatching from there", bounds.generation,
                             bounds.recovered_end_position, self.dispatcher.dispatched_position)
+                self.dispatcher.note_damage(Damage(
+                    bounds.recovered_end_position, self.dispatcher.dispatched_position,
+                    "the writer's recovery cut the log here"))
             self.cut_back(bounds.recovered_end_position)
             self.writer_generation = bounds.generation
         if bounds.min_position > self.min_position:
@@ -325,14 +350,16 @@ class _OwnFiles(NamedTuple):
 
 class QueueSyncService(ServiceThread):
     """RocketMQ `FlushConsumeQueueService`: `Indexer.sync` every `queue_flush_interval_ms`,
-    thoroughly every `queue_flush_thorough_interval_ms`, and thoroughly when stopping."""
+    thoroughly every `queue_flush_thorough_interval_ms`, and thoroughly when stopping.  The
+    first pass is thorough too: after an open (a crash, say) the checkpoint's queue and
+    index times are current within a second, not after the thorough interval."""
 
     name = "queue-sync"
 
     def __init__(self, indexer: Indexer) -> None:
         super().__init__(on_fatal=indexer._on_fatal)
         self._indexer = indexer
-        self._last_thorough_s = time.monotonic()
+        self._last_thorough_s = -math.inf
 
     def run_once(self) -> None:
         config = self._indexer.config

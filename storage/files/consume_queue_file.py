@@ -6,7 +6,8 @@ Entry layout (RocketMQ `ConsumeQueue`, big-endian):
 
     @0   physical_offset   int64   the record's commit log position
     @8   size              int32   the record's TOTALSIZE
-    @12  tags_code         int64   Java String.hashCode of TAGS (0 if none)
+    @12  tags_code         int64   Java String.hashCode of TAGS (0 if none; DAMAGED_TAGS_CODE
+                                   for an offset whose record damage took)
     = 20 bytes
 
 Entry n of the queue (its queue offset n) is at byte n*20 of the queue, so at position
@@ -35,6 +36,12 @@ assert ENTRY_DTYPE.itemsize == ENTRY_SIZE_BYTES
 FILLER_SIZE = 0x7FFFFFFF
 """RocketMQ fills the slots before a queue's first entry with (0, Integer.MAX_VALUE, 0)."""
 
+DAMAGED_TAGS_CODE = 0x4D51_4441_4D41_4745
+"""b"MQDAMAGE": the tags code of a *damaged entry*, one written for a queue offset whose
+record was lost in damaged bytes of the commit log (dispatch/dispatcher.py).  Outside the
+int32 range of Java hash codes, positive so RocketMQ never takes it for a consume queue
+extension address: a read of such an entry answers MESSAGE_CORRUPT (reads/get.py)."""
+
 
 @overload
 def is_filler(physical_offset: int, size: int) -> bool: ...
@@ -54,6 +61,8 @@ Entries = npt.NDArray[np.void]
 
 class ConsumeQueueFile(MappedFile):
     """A consume queue file; positions are byte positions, always multiples of 20."""
+
+    SIZE_SETTING = "consume_queue_file_size_bytes"
 
     def append(self, *, physical_offset: int, size_bytes: int, tags_code: int) -> None:
         """Write the next entry at `written_position` (the caller checked there is room)."""
@@ -85,12 +94,18 @@ class ConsumeQueueFile(MappedFile):
         return np.frombuffer(self.mapping, dtype=ENTRY_DTYPE, count=count,
                              offset=start_position)
 
-    def valid_end(self) -> int:
-        """Recovery: the position after the last entry with offset ≥ 0 and size > 0 (the
-        never-written tail of a file is zeros)."""
+    def valid_end(self, *, previous_physical_offset: int = 0) -> int:
+        """Recovery: the position of the first entry that cannot be one the indexer wrote:
+        an offset < 0 or a size ≤ 0 (the never-written tail of a file is zeros), or an
+        offset below the entry before it (entries are written in log order; damaged entries
+        of one damage share an offset).  `previous_physical_offset` is the last entry of the
+        file before this one."""
         view = self.entries(0, self.size_bytes)
-        valid = (view["physical_offset"] >= 0) & (view["size"] > 0)
+        offsets = view["physical_offset"]
+        filler = is_filler(offsets, view["size"])
+        previous = np.concatenate(([previous_physical_offset], offsets[:-1]))
+        valid = filler | ((offsets >= 0) & (view["size"] > 0) & (offsets >= previous))
         invalid = np.flatnonzero(~valid)
         count = int(invalid[0]) if invalid.size else len(view)
-        del view, valid
+        del view, offsets, filler, previous, valid
         return count * ENTRY_SIZE_BYTES

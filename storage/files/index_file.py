@@ -16,6 +16,8 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import IndexFileCreateError, IndexFileFormatError
 from ..format.java_hash import java_string_hash
 from .io import fsync_directory, map_existing
@@ -27,6 +29,9 @@ INDEX_ENTRY = struct.Struct(">iqii")
 assert INDEX_HEADER.size == 40
 assert HASH_SLOT.size == 4
 assert INDEX_ENTRY.size == 20
+_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("physical_offset", ">i8"),
+                         ("time_diff_seconds", ">i4"), ("previous_index", ">i4")])
+assert _ENTRY_DTYPE.itemsize == INDEX_ENTRY.size
 
 INVALID_INDEX = 0
 """Entry number 0 is never written: a slot or a `previous_index` of 0 ends a chain."""
@@ -276,13 +281,21 @@ class IndexFile:
 
     def lower_end(self, physical_offset: int) -> None:
         """The commit log was cut at `physical_offset` below this file's end (a machine
-        crash lost bytes it had indexed): make that the end, so the records written there
-        again are indexed again.  The entries past it stay, pointing at whatever the log
-        holds there now; queries check every hit against its record, so they only cost a
-        look."""
+        crash lost bytes it had indexed): make the end the newest message indexed below it
+        (the file's begin if none), so that every record written from the cut on is
+        indexed again and the last one kept is not indexed twice.  The entries past the cut
+        stay, pointing at whatever the log holds there now; queries check every hit against
+        its record, so they only cost a look."""
         assert not self._closed
         assert 0 <= physical_offset < self._end_physical_offset
-        self._end_physical_offset = physical_offset
+        entries = np.frombuffer(self._mapping, dtype=_ENTRY_DTYPE,
+                                count=self._index_count - 1,
+                                offset=self._entries_position + INDEX_ENTRY.size)
+        kept = entries["physical_offset"][entries["physical_offset"] < physical_offset]
+        newest = int(kept.max()) if kept.size else min(self._begin_physical_offset,
+                                                       physical_offset)
+        del entries, kept
+        self._end_physical_offset = newest
         self._write_header()
         self._dirty = True
 
@@ -330,6 +343,11 @@ class IndexFile:
                     or entry_timestamp_ms < begin_ms):
                 return
             index = previous_index
+
+    def holds(self, key: str, physical_offset: int) -> bool:
+        """Whether this file has an entry of `key`'s hash for the message at
+        `physical_offset` (a walk of the key's chain)."""
+        return physical_offset in self.candidates(key, begin_ms=0, end_ms=1 << 62)
 
     def _slot_position(self, key_hash: int) -> int:
         assert key_hash >= 0

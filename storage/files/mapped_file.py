@@ -38,6 +38,9 @@ from .preallocate import prepare_file, prepare_mapping, zero_fill
 class MappedFile:
     """A file and its mapping.  Positions are relative to `start_position`."""
 
+    SIZE_SETTING = "the file size"
+    """The setting that fixes this kind of file's size (named in errors)."""
+
     def __init__(self, *, path: Path, start_position: int, size_bytes: int, fd: int,
                  mapping: mmap.mmap) -> None:
         assert start_position % size_bytes == 0, "files start at multiples of their size"
@@ -92,11 +95,10 @@ class MappedFile:
             raise StoreFormatError(f"{path}: not a file name of 20 decimal digits")
         if start_position % size_bytes:
             raise StoreFormatError(f"{path}: start position {start_position} is not a multiple "
-                                   f"of segment_size_bytes={size_bytes}")
+                                   f"of {cls.SIZE_SETTING}={size_bytes}")
         fd, mapping = map_existing(path, size_bytes=size_bytes, wrong_size=lambda actual: (
-            StoreFormatError(f"{path}: {actual} bytes, but the configured size is {size_bytes} "
-                             f"(segment_size_bytes for the commit log); open the store with "
-                             f"the sizes it was written with")))
+            StoreFormatError(f"{path}: {actual} bytes, but {cls.SIZE_SETTING} is {size_bytes}; "
+                             f"open the store with the sizes it was written with")))
         opened = cls(path=path, start_position=start_position, size_bytes=size_bytes, fd=fd,
                       mapping=mapping)
         opened.set_positions(size_bytes)
@@ -122,12 +124,16 @@ class MappedFile:
         self.committed_position = position
         self.flushed_position = position
 
-    def truncate(self, position: int) -> None:
-        """Recovery: drop everything from `position` on, zeroing it so that no stale record
-        past the new end can ever be read back as valid after a later crash."""
+    def truncate(self, position: int, *, written_end: int | None = None) -> None:
+        """Recovery: drop everything from `position` on, zeroing what was written there (up
+        to `written_end`, where the caller knows nothing non-zero follows; else it is looked
+        for), so that no stale record past the new end can ever be read back as valid after
+        a later crash."""
         assert 0 <= position <= self.size_bytes
-        zero_fill(self.fd, position, last_nonzero_end(self.mapping, position))
-        os.fdatasync(self.fd)
+        end = last_nonzero_end(self.mapping, position) if written_end is None else written_end
+        if end > position:
+            zero_fill(self.fd, position, end)
+            os.fdatasync(self.fd)
         self.set_positions(position)
 
     # -- flush ---------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from .mapped_file import MappedFile, able_to_sync
 class CommitLogSegment(MappedFile):
     """A segment file, its mapping, and (pool on) its borrowed write buffer."""
 
+    SIZE_SETTING = "segment_size_bytes"
+
     def __init__(self, *, path: Path, start_position: int, size_bytes: int, fd: int,
                  mapping: mmap.mmap) -> None:
         super().__init__(path=path, start_position=start_position, size_bytes=size_bytes,

@@ -24,7 +24,8 @@ progress can tear only the slot it is writing, and the other slot still holds th
 complete publish; a reader would need the writer to lap it twice inside one 256-byte copy to
 see both torn, and then it retries (`read_attempts_max`).  So a reader gets the newest or the
 previous publish, never a mix.  Nothing is fsynced: the values are a hint recomputed at every
-start, and their loss on a machine crash costs only a re-read.
+start, and their loss on a machine crash costs only a re-read (a file a power loss left short
+is made anew by its owner).
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ class WatermarkFile:
         self.path = path
         self.writable = writable
         self._fields = struct.Struct(f">{len(self.FIELDS)}q")
-        if writable and not path.exists():
-            _create(path)
+        if writable and (not path.exists()
+                         or path.stat().st_size < WATERMARK_FILE_SIZE_BYTES):
+            _create(path)  # new, or a power loss left it short: the values are only hints
         fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC)
         try:
             if os.fstat(fd).st_size < WATERMARK_FILE_SIZE_BYTES:

@@ -5,6 +5,7 @@ and how the numbered ones are named.  Names only; nothing here touches a file.
     <store>/consumequeue/<topic>/<queue id>/<20 digits>    consume queue files
     <store>/index/<yyyyMMddHHmmssSSS>                       index files
     <store>/checkpoint                                      synced watermarks (RocketMQ layout)
+    <store>/queue-offsets                                   the writer's queue offsets
     <store>/lock, abort                                     the writer's lock, unclean marker
     <store>/positions                                       the writer's published watermarks
     <store>/dispatched                                      the indexer's published positions
@@ -29,6 +30,7 @@ COMMITLOG_DIRECTORY = "commitlog"
 CONSUME_QUEUE_DIRECTORY = "consumequeue"
 INDEX_DIRECTORY = "index"
 CHECKPOINT_FILE = "checkpoint"
+QUEUE_OFFSETS_FILE = "queue-offsets"
 LOCK_FILE = "lock"
 ABORT_FILE = "abort"
 POSITIONS_FILE = "positions"

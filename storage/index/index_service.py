@@ -40,7 +40,14 @@ INDEX_KEY_SEPARATOR = "#"
 """RocketMQ `buildKey`: topic + "#" + key."""
 
 
-def index_key(*, topic: str, key: str) -> str:
+INDEX_TAG_TYPE = "T"
+"""RocketMQ 5's `MessageConst.INDEX_TAG_TYPE`: tag entries are keyed `topic#T#<tags>`."""
+
+
+def index_key(*, topic: str, key: str, index_type: str | None = None) -> str:
+    """RocketMQ `buildKey`: `topic#key`, or `topic#<type>#key` for a typed entry."""
+    if index_type:
+        return INDEX_KEY_SEPARATOR.join((topic, index_type, key))
     return topic + INDEX_KEY_SEPARATOR + key
 
 
@@ -115,13 +122,15 @@ class IndexService:
 
     # -- writing -----------------------------------------------------------------------------
     def build(self, *, topic: str, keys: Sequence[str], unique_key: str | None,
-              physical_offset: int, store_timestamp_ms: int) -> int | None:
+              tags: str | None, physical_offset: int, store_timestamp_ms: int) -> int | None:
         """Index one dispatched message (RocketMQ `buildIndex`).
 
         The caller skips rolled-back transactional messages and splits KEYS on spaces.
-        Empty keys, and an empty or absent unique key, are not indexed.  A message below
-        the newest file's end offset is a re-dispatch and is skipped; the message *at*
-        that offset is indexed again (RocketMQ compares with `<`), which queries absorb.
+        Empty keys, and an empty or absent unique key, are not indexed; with `tags` (RocketMQ
+        5 does this) the message is also indexed under `topic#T#<tags>`.  A message at or
+        below the newest file's end offset (the newest message indexed) is a re-dispatch and
+        is skipped: a reopened store dispatches its last message again, and must not index it
+        twice (RocketMQ compares with `<` and does, N+1 times after N opens).
 
         Returns the end time of the file that filled up and was flushed if this call
         rolled to a new file (the checkpoint's next `index_msg_timestamp_ms`), else None.
@@ -129,6 +138,8 @@ class IndexService:
         assert physical_offset >= 0
         keys_indexed = [index_key(topic=topic, key=unique_key)] if unique_key else []
         keys_indexed += [index_key(topic=topic, key=key) for key in keys if key]
+        if tags:
+            keys_indexed.append(index_key(topic=topic, key=tags, index_type=INDEX_TAG_TYPE))
         if not keys_indexed:
             return None
         with self._lock:
@@ -137,8 +148,14 @@ class IndexService:
             current = self._files[-1] if self._files else self._create_file(previous=None)
             if current.is_full:
                 current, flushed_end_timestamp_ms = self._roll(current)
-            if physical_offset < current.end_physical_offset:
+            end = current.end_physical_offset
+            if physical_offset < end:
                 return flushed_end_timestamp_ms
+            if physical_offset == end:
+                # The newest message indexed, dispatched again: add only the keys a file
+                # does not hold yet (a roll may have split its keys over the last two).
+                keys_indexed = [key for key in keys_indexed if not any(
+                    index_file.holds(key, physical_offset) for index_file in self._files[-2:])]
             for key in keys_indexed:
                 if current.put_key(key, physical_offset=physical_offset,
                                    store_timestamp_ms=store_timestamp_ms):
@@ -199,7 +216,7 @@ class IndexService:
 
     # -- reading -----------------------------------------------------------------------------
     def query(self, *, topic: str, key: str, begin_ms: int, end_ms: int, max_results: int,
-              key_matches: Callable[[int], bool]) -> list[int]:
+              key_matches: Callable[[int], bool], index_type: str | None = None) -> list[int]:
         """Offsets of the messages of `topic` with `key` stored in [begin_ms, end_ms], at
         most min(max_results, query_results_max) of them (the newest), in offset order.
 
@@ -216,7 +233,7 @@ class IndexService:
             return search_files(self._files, topic=topic, key=key, begin_ms=begin_ms,
                                 end_ms=end_ms,
                                 results_max=min(max_results, self.query_results_max),
-                                key_matches=key_matches)
+                                key_matches=key_matches, index_type=index_type)
 
     @property
     def file_paths(self) -> list[Path]:
@@ -288,13 +305,13 @@ class IndexService:
 
 
 def search_files(files: Sequence[IndexFile], *, topic: str, key: str, begin_ms: int,
-                 end_ms: int, results_max: int, key_matches: Callable[[int], bool]
-                 ) -> list[int]:
+                 end_ms: int, results_max: int, key_matches: Callable[[int], bool],
+                 index_type: str | None = None) -> list[int]:
     """The exact key search over `files` (oldest first), shared by the writer-side service
     and the notifier's read-only view: files newest first, only those overlapping
     [begin_ms, end_ms], stopping after the first that begins before `begin_ms`; every
     candidate checked with `key_matches`, so a hash collision is never returned."""
-    wanted = index_key(topic=topic, key=key)
+    wanted = index_key(topic=topic, key=key, index_type=index_type)
     found: set[int] = set()
     rejected: set[int] = set()
     for index_file in reversed(files):

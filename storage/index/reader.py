@@ -34,7 +34,7 @@ class IndexReader:
         self._mapped: dict[str, tuple[int, mmap.mmap]] = {}
 
     def query(self, *, topic: str, key: str, begin_ms: int, end_ms: int, max_results: int,
-              key_matches: Callable[[int], bool]) -> list[int]:
+              key_matches: Callable[[int], bool], index_type: str | None = None) -> list[int]:
         """Positions of the messages of `topic` with `key` stored in [begin_ms, end_ms]: the
         newest min(max_results, query_results_max), in position order (the search order of
         `IndexService.query`: files newest first, stopping after one older than begin_ms)."""
@@ -42,7 +42,7 @@ class IndexReader:
             raise ValueError(f"max_results={max_results} must be at least 1")
         return search_files(self._files(), topic=topic, key=key, begin_ms=begin_ms,
                             end_ms=end_ms, results_max=min(max_results, self.query_results_max),
-                            key_matches=key_matches)
+                            key_matches=key_matches, index_type=index_type)
 
     def _files(self) -> list[IndexFile]:
         """A fresh header view of every index file present now, oldest first."""

@@ -257,6 +257,12 @@ class CommitLog:
         segment.written_position = position
         self._segment_list.last_store_timestamp_ms = store_timestamp_ms
 
+    def snapshot_queue_offsets(self) -> tuple[int, dict[QueueKey, int]]:
+        """(the log's written end, every queue's next offset there), taken under the put
+        lock so the two agree (a copy of one dict entry per queue)."""
+        with self._put_lock:
+            return self._segment_list.written_position, dict(self.queue_offsets)
+
     # -- group commit alignment ------------------------------------------------------------
     def seal_group(self) -> tuple[int, int]:
         """Before a group sync (`group_commit_align_bytes` set): under the put lock, end the

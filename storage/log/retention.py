@@ -11,11 +11,13 @@ Every `clean_interval_ms` the service measures the disk under the store and deci
 | otherwise                       | expired segments deleted during `delete_hours`           |
 
 A segment is expired when its file was last modified more than `file_retention_hours` ago.
-The active (last) segment is never deleted, nor a segment with unsynced bytes; at most
-`delete_segments_per_pass_max` go per pass.  A deleted segment a reader holds stays mapped
-until the reader releases it.  Then `on_min_position` tells the indexer (embedded; an
-indexer process reads the new start in `positions`), whose queues drop files that point only
-below the new minimum and whose index drops files that end below it.
+The active (last) segment is never deleted, nor a segment with unsynced bytes, nor one the
+indexer has not dispatched to its end (`dispatched_position`: with the indexer down or
+behind, the disk fills and writes are refused rather than records lost to the consume
+queues); at most `delete_segments_per_pass_max` go per pass.  A deleted segment a reader
+holds stays mapped until the reader releases it.  Then `on_min_position` tells the indexer
+(embedded; an indexer process reads the new start in `positions`), whose queues drop files
+that point only below the new minimum and whose index drops files that end below it.
 """
 
 from __future__ import annotations
@@ -66,9 +68,11 @@ class RetentionService(ServiceThread):
 
     def __init__(self, segment_list: SegmentList, config: StoreConfig, *,
                  on_disk_full: OnDiskFull, on_min_position: Callable[[int], None] | None,
-                 on_fatal: FatalHandler, disk_usage: DiskUsage = disk_used_ratio) -> None:
+                 dispatched_position: Callable[[], int], on_fatal: FatalHandler,
+                 disk_usage: DiskUsage = disk_used_ratio) -> None:
         super().__init__(on_fatal=on_fatal)
         self._segment_list = segment_list
+        self._dispatched_position = dispatched_position
         self._config = config
         self._on_disk_full = on_disk_full
         self._on_min_position = on_min_position
@@ -99,9 +103,11 @@ class RetentionService(ServiceThread):
             return []
         reserved_s = config.file_retention_hours * 3600
         wall_s = time.time()
+        dispatched = self._dispatched_position()
         removed = self._segment_list.delete_oldest(
             count_max=config.delete_segments_per_pass_max,
-            expired=lambda segment: force or _age_s(segment, wall_s) > reserved_s)
+            expired=lambda segment: segment.end_position <= dispatched and (
+                force or _age_s(segment, wall_s) > reserved_s))
         if removed:
             self._after_delete(removed)
         return removed

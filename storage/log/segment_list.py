@@ -11,19 +11,28 @@ record that rolled into a new segment is covered too.  Each is serialised by its
 
 from __future__ import annotations
 
+import itertools
+import logging
 import mmap
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import StoreCorruptError, StoreFormatError
+from ..files.io import fsync_directory
 from ..files.segment import CommitLogSegment
+from ..format.record_scan import Damage
 from ..format.volume import (
     COMMITLOG_DIRECTORY,
     CREATING_DIRECTORY,
     CREATING_SUFFIX,
     creating_name,
+    offset_file_name,
     parse_offset_file_name,
 )
+
+log = logging.getLogger(__name__)
 
 ReturnBuffer = Callable[[mmap.mmap], None]
 
@@ -50,9 +59,19 @@ class SegmentList:
         self.syncs_total = 0
         """Segment syncs that moved the flushed position (see stats.py)."""
 
-    def load(self) -> list[CommitLogSegment]:
-        """Open every segment file in position order (positions set to full; recovery
-        then sets the real end)."""
+    def load(self, *, repair: bool = True) -> list[Damage]:
+        """Open every segment file in position order (positions set to full; recovery then
+        sets the real end).  Returns the repairs made on the way, as damage to report:
+
+        * a segment file shorter than `segment_size_bytes` (a power loss left it empty, or it
+          was cut) is extended with zeros to its size;
+        * a segment file missing between two others is created empty;
+
+        so the log is contiguous again and recovery finds the zeros where records were due
+        (and keeps what follows them).  Files that all have one other size were written with
+        other settings (or one bigger than configured): `StoreFormatError` names
+        `segment_size_bytes`.  With `repair` off (corruption_policy=refuse) nothing is
+        changed: a needed repair raises `StoreCorruptError`."""
         assert not self.segments
         # A crash while the allocator was preparing a segment (older versions prepared it
         # beside the segments, as <name>.creating).
@@ -61,12 +80,51 @@ class SegmentList:
                      *creating.glob(creating_name(COMMITLOG_DIRECTORY, "*"))]
         for leftover in leftovers:
             leftover.unlink()
-        names = sorted(path for path in self.directory.iterdir()
-                       if parse_offset_file_name(path.name) is not None)
-        for path in names:
-            self.segments.append(
-                CommitLogSegment.open_existing(path, size_bytes=self.segment_size_bytes))
-        return self.segments
+        starts = sorted(start for path in self.directory.iterdir()
+                        if (start := parse_offset_file_name(path.name)) is not None)
+        repairs = self._repair_sizes(starts, repair=repair) + self._fill_gaps(starts,
+                                                                             repair=repair)
+        for start in sorted({*starts, *(damage.position for damage in repairs)}):
+            self.segments.append(CommitLogSegment.open_existing(
+                self.directory / offset_file_name(start), size_bytes=self.segment_size_bytes))
+        return repairs
+
+    def _repair_sizes(self, starts: list[int], *, repair: bool) -> list[Damage]:
+        size_bytes = self.segment_size_bytes
+        sizes = {start: (self.directory / offset_file_name(start)).stat().st_size
+                 for start in starts}
+        odd = {start: size for start, size in sizes.items() if size != size_bytes}
+        if odd and ((len(odd) == len(sizes) and len(set(odd.values())) == 1 and len(odd) > 1)
+                    or any(size > size_bytes for size in odd.values())):
+            raise StoreFormatError(
+                f"{self.directory}: segment files of {sorted(set(sizes.values()))} bytes, but "
+                f"segment_size_bytes is {size_bytes}; open the store with the segment size "
+                f"it was written with")
+        repairs = []
+        for start, size in sorted(odd.items()):
+            path = self.directory / offset_file_name(start)
+            _check_repair_allowed(repair, f"segment {path.name} is {size} bytes long")
+            _extend_with_zeros(path, size_bytes)
+            log.error("%s was %d bytes, not %d: extended with zeros", path, size, size_bytes)
+            repairs.append(Damage(start + size, start + size_bytes,
+                                  f"segment {path.name} was {size} bytes long"))
+        return repairs
+
+    def _fill_gaps(self, starts: list[int], *, repair: bool) -> list[Damage]:
+        size_bytes = self.segment_size_bytes
+        repairs = []
+        for before, after in itertools.pairwise(starts):
+            for start in range(before + size_bytes, after, size_bytes):
+                path = self.directory / offset_file_name(start)
+                _check_repair_allowed(repair, f"segment {path.name} is missing")
+                _extend_with_zeros(path, size_bytes)
+                log.error("segment %s was missing between two others: created empty",
+                          path.name)
+                repairs.append(Damage(start, start + size_bytes,
+                                      f"segment {path.name} was missing"))
+        if repairs:
+            fsync_directory(self.directory)
+        return repairs
 
     # -- lookup --------------------------------------------------------------------------
     @property
@@ -188,9 +246,10 @@ class SegmentList:
             return moved_any
 
     # -- recovery and shutdown -----------------------------------------------------------
-    def truncate_after(self, position: int) -> list[Path]:
-        """Make `position` the end of the log: the containing segment is cut there, later
-        segments are deleted.  Returns the deleted paths."""
+    def truncate_after(self, position: int, *, written_end: int) -> list[Path]:
+        """Make `position` the end of the log: the containing segment is cut there (zeroing
+        what was written up to `written_end`), later segments are deleted.  Returns the
+        deleted paths."""
         deleted = []
         for segment in list(self.segments):
             if segment.start_position > position:
@@ -198,7 +257,9 @@ class SegmentList:
                 segment.close(delete=True)
                 deleted.append(segment.path)
             elif position < segment.end_position:
-                segment.truncate(position - segment.start_position)
+                segment.truncate(position - segment.start_position,
+                                 written_end=min(written_end, segment.end_position)
+                                 - segment.start_position)
         self.commit_cursor = self.flushed_position = position
         return deleted
 
@@ -221,3 +282,19 @@ class SegmentList:
         for segment in self.segments:
             segment.close()
         self.segments.clear()
+
+
+def _check_repair_allowed(repair: bool, damage: str) -> None:
+    if not repair:
+        raise StoreCorruptError(f"{damage} (corruption_policy=refuse: not repaired)")
+
+
+def _extend_with_zeros(path: Path, size_bytes: int) -> None:
+    """Give a segment file its full size (a new file if missing); the added bytes read as
+    zeros.  Synced, so the repair survives a power loss."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        os.ftruncate(fd, size_bytes)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -21,7 +21,13 @@ from pathlib import Path
 
 from ..config import PreallocateMethod
 from ..errors import StoreFormatError
-from ..files.consume_queue_file import ENTRY_SIZE_BYTES, ConsumeQueueFile, Entries
+from ..files.consume_queue_file import (
+    DAMAGED_TAGS_CODE,
+    ENTRY_SIZE_BYTES,
+    FILLER_SIZE,
+    ConsumeQueueFile,
+    Entries,
+)
 from ..files.io import make_directories
 from ..format.volume import (
     CONSUME_QUEUE_DIRECTORY,
@@ -70,25 +76,59 @@ class ConsumeQueue:
         return self.max_position // ENTRY_SIZE_BYTES
 
     # -- load and recover --------------------------------------------------------------------
-    def load(self) -> None:
+    def load(self) -> bool:
         """Open the files and find the end of valid entries (RocketMQ scans the last 3
-        files; a file is scanned only if the one before it is full of valid entries)."""
+        files; a file is scanned only if the one before it is full of valid entries).
+
+        Returns True if the queue was cut short of what it held: a file a power loss left
+        shorter than its size (it and every later file are deleted), or entries that cannot
+        be the indexer's followed by more written bytes (garbage: the queue is cut there).
+        The queues are derived data: the indexer dispatches again from where a cut queue
+        now ends (dispatch/indexer.py), so nothing is lost.  A file longer than the
+        configured size is a configuration mismatch (`StoreFormatError`)."""
         assert not self.files
         paths = sorted(p for p in self.directory.iterdir()
                        if parse_offset_file_name(p.name) is not None)
-        for path in paths:
-            self.files.append(ConsumeQueueFile.open_existing(path, size_bytes=self.file_size_bytes))
-        for index, queue_file in enumerate(self.files[-3:], start=max(0, len(self.files) - 3)):
-            end = queue_file.valid_end()
-            queue_file.set_positions(end)
-            if end < queue_file.size_bytes:
-                for later in self.files[index + 1:]:
-                    later.close(delete=True)
-                del self.files[index + 1:]
+        cut = False
+        for number, path in enumerate(paths):
+            size = path.stat().st_size
+            if 0 <= size < self.file_size_bytes:
+                log.warning("%s: %d bytes, not %d: deleting it and the %d files after it; "
+                            "dispatch fills the queue again", path, size, self.file_size_bytes,
+                            len(paths) - number - 1)
+                for later in paths[number:]:
+                    later.unlink()
+                cut = True
                 break
+            self.files.append(ConsumeQueueFile.open_existing(path, size_bytes=self.file_size_bytes))
+        cut |= self._find_valid_end()
         if self.files:
             self.min_position = self._first_real_position(self.files[0])
             self.max_physical_end = self._last_physical_end()
+        return cut
+
+    def _find_valid_end(self) -> bool:
+        """Set the written end of the last files; True if garbage cut entries short."""
+        first = max(0, len(self.files) - 3)
+        for index in range(first, len(self.files)):
+            queue_file = self.files[index]
+            previous = self.files[index - 1] if index > 0 else None
+            previous_offset = (previous.entry(previous.size_bytes - ENTRY_SIZE_BYTES)[0]
+                               if previous is not None else 0)
+            end = queue_file.valid_end(previous_physical_offset=previous_offset)
+            queue_file.set_positions(end)
+            if end < queue_file.size_bytes:
+                garbage = any(queue_file.mapping[end:]) or index + 1 < len(self.files)
+                if garbage:
+                    log.warning("%s: entries past %d cannot be the indexer's: the queue is "
+                                "cut there and dispatched again", queue_file.path, end)
+                for later in self.files[index + 1:]:
+                    later.close(delete=True)
+                del self.files[index + 1:]
+                if garbage and end < queue_file.size_bytes:
+                    queue_file.truncate(end)
+                return garbage
+        return False
 
     def _first_real_position(self, queue_file: ConsumeQueueFile) -> int:
         position = 0
@@ -128,6 +168,24 @@ class ConsumeQueue:
                               tags_code=tags_code)
             self.max_physical_end = physical_offset + size_bytes
         return True
+
+    def mark_damaged(self, *, up_to_offset: int, physical_offset: int,
+                     size_bytes: int) -> int:
+        """Write *damaged entries* for the offsets from the queue's end up to `up_to_offset`:
+        their records were lost in damaged bytes of the commit log (dispatcher.py), so each
+        points at those bytes (`physical_offset`, `size_bytes`) and a read of it answers
+        MESSAGE_CORRUPT instead of the queue skipping the offsets.  Returns how many."""
+        size_bytes = min(size_bytes, FILLER_SIZE - 1)  # never taken for a filler
+        assert size_bytes > 0
+        written = 0
+        with self._lock:
+            while self.max_offset < up_to_offset:
+                queue_file = self._file_for_append(self.max_position)
+                queue_file.append(physical_offset=physical_offset, size_bytes=size_bytes,
+                                  tags_code=DAMAGED_TAGS_CODE)
+                written += 1
+            self.max_physical_end = max(self.max_physical_end, physical_offset + size_bytes)
+        return written
 
     def _file_for_append(self, position: int) -> ConsumeQueueFile:
         last = self.files[-1] if self.files else None

@@ -24,12 +24,14 @@ class ConsumeQueues:
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._lock = threading.Lock()
 
-    def load(self) -> None:
+    def load(self) -> list[ConsumeQueue]:
+        """Load every queue; returns those that were cut (ConsumeQueue.load)."""
         creating = self.directory.parent / CREATING_DIRECTORY
         for leftover in creating.glob(creating_name(CONSUME_QUEUE_DIRECTORY, "*")):
             leftover.unlink()  # a crash while dispatch was preparing a queue file
+        cut: list[ConsumeQueue] = []
         if not self.directory.is_dir():
-            return
+            return cut
         for topic_directory in sorted(self.directory.iterdir()):
             if not topic_directory.is_dir():
                 continue
@@ -38,7 +40,9 @@ class ConsumeQueues:
                     log.warning("skipping %s: not a queue id", queue_directory)
                     continue
                 queue = self._new(topic_directory.name, int(queue_directory.name))
-                queue.load()
+                if queue.load():
+                    cut.append(queue)
+        return cut
 
     def _new(self, topic: str, queue_id: int) -> ConsumeQueue:
         queue = ConsumeQueue(self.directory / topic / str(queue_id), topic=topic,

@@ -47,7 +47,7 @@ class QueueView(ConsumeQueue):
                          creating_directory=Path("/nonexistent"))
 
     # -- what a queue view must never do ------------------------------------------------------
-    def load(self) -> None:
+    def load(self) -> bool:
         raise TypeError("a queue view never recovers (recovery cuts and deletes files)")
 
     def put(self, *, physical_offset: int, size_bytes: int, tags_code: int,

@@ -12,6 +12,12 @@
 | scan found messages           | FOUND                  | offset + entries scanned  |
 | scan found none (tag filter)  | NO_MATCHED_MESSAGE     | offset + entries scanned  |
 | records gone (retention)      | MESSAGE_WAS_REMOVING   | offset + entries scanned  |
+| first record damaged          | MESSAGE_CORRUPT        | past the damaged one      |
+
+A damaged record (it fails its structure check, or its body CRC when reads verify it) is
+never served: met first, it is the answer (`reason` says where and why) and the next get
+starts after it; met after messages were collected, the get ends before it.  The damaged
+entries dispatch writes for records lost in damaged bytes (dispatcher.py) answer the same.
 
 Messages are served from the mapped segments without copying: each body (and each whole
 record, for a server that sends bytes unchanged) is a memoryview into a held segment, valid
@@ -24,8 +30,13 @@ import enum
 from collections.abc import Callable, Generator, Iterator, Sequence
 from types import TracebackType
 
-from ..errors import StoreError
-from ..files.consume_queue_file import ENTRY_SIZE_BYTES, Entries, is_filler
+from ..errors import StoreCorruptError, StoreError
+from ..files.consume_queue_file import (
+    DAMAGED_TAGS_CODE,
+    ENTRY_SIZE_BYTES,
+    Entries,
+    is_filler,
+)
 from ..files.segment import CommitLogSegment
 from ..format import record
 from ..format.java_hash import java_string_hash
@@ -54,6 +65,13 @@ class GetStatus(enum.Enum):
     OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
     OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
     MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    MESSAGE_CORRUPT = "MESSAGE_CORRUPT"
+    """mqstore's own: the message at next_offset - 1 is damaged on disk (`reason`)."""
+
+
+class CorruptRecordError(StoreCorruptError):
+    """A record is where one was asked for, but damaged (structure or body CRC): never
+    decoded into a message."""
 
 
 class GetResult:
@@ -65,6 +83,8 @@ class GetResult:
         self.next_offset = next_offset
         self.min_offset = min_offset
         self.max_offset = max_offset
+        self.reason = ""
+        """Why, for MESSAGE_CORRUPT: where the damaged record is and what is wrong."""
         self.messages: list[StoredMessage] = []
         self.records: list[memoryview] = []
         """Each message's whole record, as stored (what a server sends unchanged)."""
@@ -100,7 +120,7 @@ class GetResult:
 
 def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
         tags: Sequence[str] | None, find_segment: FindSegment, transfer_count_max: int,
-        transfer_bytes_max: int) -> GetResult:
+        transfer_bytes_max: int, verify_crc: bool) -> GetResult:
     min_offset = queue.min_offset if queue is not None else 0
     max_offset = queue.max_offset if queue is not None else 0
     status, next_offset = _bounds_status(offset, min_offset, max_offset)
@@ -118,7 +138,8 @@ def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
     del found  # the view must have no other reference when the file is released
     try:
         limits = (min(max_messages, transfer_count_max), transfer_bytes_max)
-        scanned = _scan(entries, result, limits=limits, tags=tags, find_segment=find_segment)
+        scanned = _scan(entries, result, limits=limits, tags=tags, find_segment=find_segment,
+                        first_offset=offset, queue_id=queue.queue_id, verify_crc=verify_crc)
     finally:
         del entries
         queue_file.release()
@@ -146,26 +167,40 @@ def _next_file_offset(queue: ConsumeQueue, offset: int) -> int:
 
 
 def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
-          tags: Sequence[str] | None, find_segment: FindSegment) -> int:
+          tags: Sequence[str] | None, find_segment: FindSegment, first_offset: int,
+          queue_id: int, verify_crc: bool) -> int:
     """Collect matching messages; return how many entries were consumed."""
     count_max, bytes_max = limits
     wanted = {java_string_hash(tag) for tag in tags} if tags else None
     physical_offsets = entries["physical_offset"].tolist()
     sizes = entries["size"].tolist()
-    codes = entries["tags_code"].tolist() if wanted is not None else []
+    codes = entries["tags_code"].tolist()
     total_bytes = 0
     removed = False
     for index, (physical_offset, size) in enumerate(zip(physical_offsets, sizes, strict=True)):
         if len(result.messages) >= count_max or (result.messages and
                                                  total_bytes + size > bytes_max):
             return index
-        if is_filler(physical_offset, size) or (wanted is not None
-                                                and codes[index] not in wanted):
+        if is_filler(physical_offset, size):
             continue
-        read = _read_message(physical_offset, find_segment)
+        damage = None
+        if codes[index] == DAMAGED_TAGS_CODE:
+            damage = "its record was lost in damaged bytes of the commit log"
+        elif wanted is not None and codes[index] not in wanted:
+            continue
+        read = (damage if damage is not None else
+                _read_message(physical_offset, find_segment, verify_crc=verify_crc,
+                              queue_id=queue_id, queue_offset=first_offset + index))
         if read is None:
             removed = True
             continue
+        if isinstance(read, str):
+            if result.messages:
+                return index  # served up to the damaged record; the next get answers it
+            result.status = GetStatus.MESSAGE_CORRUPT
+            result.reason = (f"queue offset {first_offset + index} (physical offset "
+                             f"{physical_offset}): {read}")
+            return index + 1
         message, record_view, segment = read
         if tags and message.properties.get(PROPERTY_TAGS) not in tags:
             _drop(message, record_view, segment)  # a tag hash collision: exact check fails
@@ -180,19 +215,28 @@ def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
     return len(physical_offsets)
 
 
-def _read_message(physical_offset: int, find_segment: FindSegment
-                  ) -> tuple[StoredMessage, memoryview, CommitLogSegment] | None:
+def _read_message(physical_offset: int, find_segment: FindSegment, *, verify_crc: bool,
+                  queue_id: int, queue_offset: int
+                  ) -> tuple[StoredMessage, memoryview, CommitLogSegment] | str | None:
     """The record at `physical_offset` with a zero-copy body, its segment held; None if the
-    segment is gone (retention) or no record starts there."""
+    segment is gone (retention); what is wrong, if the record there is damaged or is not
+    the one the entry (`queue_id`, `queue_offset`) describes."""
     segment = find_segment(physical_offset)
     if segment is None or not segment.hold():
         return None
     position = physical_offset - segment.start_position
     check = record.check_record(segment.mapping, position, limit=segment.read_position,
-                                expected_physical_offset=physical_offset, verify_crc=False)
+                                expected_physical_offset=physical_offset, verify_crc=verify_crc)
+    head = check.head
+    problem = None
     if check.status is not record.RecordCheck.OK:
+        problem = f"the record there is damaged: {check.reason or 'zeros'}"
+    elif head is not None and (head.queue_offset, head.queue_id) != (queue_offset, queue_id):
+        problem = (f"the consume queue entry is damaged: the record there is queue "
+                   f"{head.queue_id} offset {head.queue_offset}")
+    if problem is not None:
         segment.release()
-        return None
+        return problem
     assert check.head is not None
     assert check.layout is not None
     with memoryview(segment.mapping) as view:
@@ -261,8 +305,10 @@ def key_matcher(topic: str, key: str, *, message_at: Callable[[int], StoredMessa
 
 
 def message_at(find_segment: FindSegment, physical_offset: int, *,
-               log_range: tuple[int, int]) -> StoredMessage:
-    """Decode the record starting at `physical_offset` (`log_range` is for the error)."""
+               log_range: tuple[int, int], verify_crc: bool) -> StoredMessage:
+    """Decode the record starting at `physical_offset` (`log_range` is for the error):
+    `NoRecordError` where none starts, `CorruptRecordError` for one whose body fails its
+    CRC (with `verify_crc`)."""
     segment = find_segment(physical_offset)
     if segment is None or not segment.hold():
         raise NoRecordError(f"no segment holds physical offset {physical_offset} "
@@ -274,35 +320,40 @@ def message_at(find_segment: FindSegment, physical_offset: int, *,
         if check.status is not record.RecordCheck.OK:
             raise NoRecordError(f"no record starts at physical offset {physical_offset}: "
                                 f"{check.reason or check.status.value}")
-        return decode_stored(segment.mapping, position)
+        message = decode_stored(segment.mapping, position)
+        if verify_crc and record.body_crc(message.body) != message.body_crc:
+            raise CorruptRecordError(f"the record at physical offset {physical_offset} is "
+                                     f"damaged: its body fails its CRC")
+        return message
     finally:
         segment.release()
 
 
 def iter_messages(find_segment: FindSegment, start_position: int,
-                  end_position: int) -> Iterator[StoredMessage]:
+                  end_position: int, *, verify_crc: bool) -> Iterator[StoredMessage]:
     """Every message in [start_position, end_position), segment by segment, each held while
-    it is read."""
+    it is read; a damaged record raises `CorruptRecordError` naming where."""
     position = start_position
     while position < end_position:
         segment = find_segment(position)
         if segment is None or not segment.hold():
             return
         try:
-            position = yield from segment_messages(segment, position, end_position)
+            position = yield from segment_messages(segment, position, end_position,
+                                                   verify_crc=verify_crc)
         finally:
             segment.release()
 
 
-def segment_messages(segment: CommitLogSegment, position: int,
-                      end: int) -> Generator[StoredMessage, None, int]:
+def segment_messages(segment: CommitLogSegment, position: int, end: int, *,
+                     verify_crc: bool) -> Generator[StoredMessage, None, int]:
     """Yield the records of one held segment from `position`; return where the scan ended."""
     limit = min(segment.read_position, end - segment.start_position)
     relative = position - segment.start_position
     while relative < limit:
         physical = segment.start_position + relative
         check = record.check_record(segment.mapping, relative, limit=segment.size_bytes,
-                                    expected_physical_offset=physical, verify_crc=False)
+                                    expected_physical_offset=physical, verify_crc=verify_crc)
         if check.status is record.RecordCheck.OK:
             message = decode_stored(segment.mapping, relative)
             if message.topic != PADDING_TOPIC:  # a group commit's filler (padding.py)
@@ -311,7 +362,7 @@ def segment_messages(segment: CommitLogSegment, position: int,
         elif check.status is record.RecordCheck.BLANK:
             return segment.end_position
         else:
-            raise NoRecordError(f"{segment.path}: unreadable record at physical offset "
-                                f"{physical}: {check.reason or check.status.value}")
+            raise CorruptRecordError(f"{segment.path}: damaged record at physical offset "
+                                     f"{physical}: {check.reason or check.status.value}")
     return segment.start_position + relative
 

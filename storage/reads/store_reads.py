@@ -19,6 +19,7 @@ from typing import Protocol
 from ..config import StoreConfig
 from ..errors import StoreError
 from ..format.message import StoredMessage
+from ..index.index_service import INDEX_TAG_TYPE
 from ..queues.consume_queue import ConsumeQueue
 from . import get as reads
 from .get import FindSegment, GetResult, NoRecordError
@@ -31,7 +32,8 @@ class KeyIndex(Protocol):
     """`IndexService` (the writer's or the indexer's) and `IndexReader` (read-only)."""
 
     def query(self, *, topic: str, key: str, begin_ms: int, end_ms: int, max_results: int,
-              key_matches: Callable[[int], bool]) -> list[int]: ...
+              key_matches: Callable[[int], bool],
+              index_type: str | None = None) -> list[int]: ...
 
 
 class StoreReads:
@@ -48,7 +50,8 @@ class StoreReads:
     def message_at(self, physical_offset: int) -> StoredMessage:
         """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`);
         `NoRecordError` if no readable record starts there."""
-        return reads.message_at(self._find_segment, physical_offset, log_range=self._log_range())
+        return reads.message_at(self._find_segment, physical_offset, log_range=self._log_range(),
+                                verify_crc=self._config.read_verify_crc)
 
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
         """Every message from `start_position` (a record start; default: the log's start) to
@@ -56,7 +59,8 @@ class StoreReads:
         skipped."""
         start, end = self._log_range()
         return reads.iter_messages(self._find_segment,
-                                   start if start_position is None else start_position, end)
+                                   start if start_position is None else start_position, end,
+                                   verify_crc=self._config.read_verify_crc)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
             tags: Sequence[str] | None = None) -> GetResult:
@@ -65,7 +69,8 @@ class StoreReads:
         return reads.get(self._queue(topic, queue_id), offset, max_messages, tags=tags,
                          find_segment=self._find_segment,
                          transfer_count_max=self._config.get_transfer_count_max,
-                         transfer_bytes_max=self._config.get_transfer_bytes_max)
+                         transfer_bytes_max=self._config.get_transfer_bytes_max,
+                         verify_crc=self._config.read_verify_crc)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queue(topic, queue_id)
@@ -90,14 +95,34 @@ class StoreReads:
         [begin_ms, end_ms], oldest first.  Exact: a hash collision is never returned."""
         if self.index is None:
             raise StoreError("the index is disabled (index_enabled=false)")
-        matches = reads.key_matcher(topic, key, message_at=self._message_at_or_none)
+        matches = reads.key_matcher(topic, key, message_at=self._decoded_or_none)
         positions = self.index.query(topic=topic, key=key, begin_ms=begin_ms,
                                      end_ms=QUERY_END_MS if end_ms is None else end_ms,
                                      max_results=max_messages, key_matches=matches)
         return [self.message_at(position) for position in positions]
 
-    def _message_at_or_none(self, physical_offset: int) -> StoredMessage | None:
+    def query_by_tag(self, topic: str, tag: str, begin_ms: int = 0, end_ms: int | None = None,
+                     max_messages: int = 32) -> list[StoredMessage]:
+        """Messages of `topic` whose TAGS are exactly `tag`, from the index's tag entries
+        (`topic#T#<tags>`, as RocketMQ 5 writes them): oldest first, exact."""
+        if self.index is None:
+            raise StoreError("the index is disabled (index_enabled=false)")
+
+        def matches(physical_offset: int) -> bool:
+            message = self._decoded_or_none(physical_offset)
+            return message is not None and message.topic == topic and message.tags == tag
+
+        positions = self.index.query(topic=topic, key=tag, begin_ms=begin_ms,
+                                     end_ms=QUERY_END_MS if end_ms is None else end_ms,
+                                     max_results=max_messages, key_matches=matches,
+                                     index_type=INDEX_TAG_TYPE)
+        return [self.message_at(position) for position in positions]
+
+    def _decoded_or_none(self, physical_offset: int) -> StoredMessage | None:
+        """A key candidate decoded without its body's CRC (keys live in the properties): a
+        match whose body is damaged then fails in `message_at`, loudly."""
         try:
-            return self.message_at(physical_offset)
+            return reads.message_at(self._find_segment, physical_offset,
+                                    log_range=self._log_range(), verify_crc=False)
         except NoRecordError:
             return None

@@ -201,6 +201,12 @@ class StoreView:
         self._read_positions()
         return self._reads.query_by_key(topic, key, begin_ms, end_ms, max_messages)
 
+    def query_by_tag(self, topic: str, tag: str, begin_ms: int = 0, end_ms: int | None = None,
+                     max_messages: int = 32) -> list[StoredMessage]:
+        """`MessageStore.query_by_tag`: exact, oldest first."""
+        self._read_positions()
+        return self._reads.query_by_tag(topic, tag, begin_ms, end_ms, max_messages)
+
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
         """Every message from `start_position` to the committed end, in physical order."""
         self._read_positions()

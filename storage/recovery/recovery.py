@@ -1,4 +1,4 @@
-"""Crash recovery: find the end of the valid log, cut everything after it.
+"""Crash recovery: find the end of the valid log, never cut what is durable, report damage.
 
 Every startup is one row of this decision table (`plan_recovery`):
 
@@ -6,18 +6,32 @@ Every startup is one row of this decision table (`plan_recovery`):
 |----------|--------------|------------------|----------|------------------------------------------|
 | none     | any          | any              | EMPTY    | nothing to verify                        |
 | some     | absent       | valid or foreign | NORMAL   | the last recovery_segments_max segments  |
+|          |              |                  |          | that hold data                           |
 | some     | present      | valid or foreign | ABNORMAL | the newest segment whose first record's  |
 |          |              |                  |          | store time ≤ checkpoint min time − 3 s   |
 | some     | any          | missing/corrupt  | FULL     | the first segment                        |
 
 Then one forward pass (`scan_log`) from the segment where the consume queues end (or the
-verified window, if that starts earlier; segments below both are not read): records before
-the window are checked structurally (magic, sizes, position) to find each queue's next
-offset beyond what the consume queues hold; from the window on, each record's body CRC is
-checked too.  The first record that fails inside the
-window ends the log: its segment is cut there (and the rest of it zeroed) and every later
-segment is deleted.  A failure before the window is reported, not acted on (RocketMQ does
-not look there either).  `recover()` returns a report with the bytes truncated.
+verified window, if that starts earlier; segments below both are not read).  Records before
+the window are checked structurally (magic, sizes, position), from the window on their body
+CRC too.  The *durable position* is the flushed position the checkpoint recorded: every byte
+below it was synced.  At each record:
+
+| found at position p                          | what recovery does                        |
+|----------------------------------------------|-------------------------------------------|
+| a valid record                               | note its queue offset; go on              |
+| BLANK                                        | the segment ends here; the next one       |
+| zeros or a bad record, and a valid record    | damage [p, that record): reported, not    |
+| follows (later in the segment, or a later    | cut; the walk goes on from the record     |
+| segment holds data)                          | (record_scan.py finds it)                 |
+| zeros or a bad record, nothing valid after   | the end of the log: cut at p.  Below the  |
+|                                              | durable position that is damage too       |
+|                                              | (synced bytes were lost): reported        |
+
+So a damaged byte never costs the records after it (RocketMQ cuts at the first bad record
+and loses them all), and only a tail that was never known synced is cut silently.  The
+caller applies `corruption_policy` to what is reported (opening.py).  `recover()` returns a
+report with the damage, the bytes truncated and the durable position.
 """
 
 from __future__ import annotations
@@ -26,14 +40,19 @@ import dataclasses
 import enum
 import logging
 
+from ..config import CorruptionPolicy
+from ..errors import StoreCorruptError
 from ..files.checkpoint import CheckpointState, CheckpointValues
 from ..files.mapped_file import last_nonzero_end
 from ..files.segment import CommitLogSegment
 from ..format import record
 from ..format.padding import PADDING_TOPIC
+from ..format.record_scan import Damage, find_record
 from ..log.segment_list import SegmentList
 
 log = logging.getLogger(__name__)
+
+QueueOffsets = dict[tuple[str, int], int]
 
 
 class RecoveryMode(enum.Enum):
@@ -48,12 +67,15 @@ class RecoveryReport:
     mode: RecoveryMode
     verify_from_segment: int
     """Index of the first segment whose records were CRC-verified."""
+    durable_position: int = 0
+    """The flushed position the checkpoint recorded: below it recovery never cuts."""
     end_position: int = 0
     truncated_bytes: int = 0
     """Bytes of the log dropped: from the valid end to the old end of written data."""
     deleted_segments: list[str] = dataclasses.field(default_factory=list)
     first_invalid_reason: str = ""
-    unverified_problems: list[str] = dataclasses.field(default_factory=list)
+    damage: list[Damage] = dataclasses.field(default_factory=list)
+    """Damaged ranges found (never cut, but for a lost tail below the durable position)."""
     records_scanned: int = 0
     last_store_timestamp_ms: int = 0
 
@@ -66,10 +88,26 @@ def plan_recovery(segments: list[CommitLogSegment], *, abort_present: bool,
         return RecoveryReport(RecoveryMode.EMPTY, 0)
     if checkpoint_state in (CheckpointState.MISSING, CheckpointState.CORRUPT):
         return RecoveryReport(RecoveryMode.FULL, 0)
+    durable = checkpoint.master_flushed_offset
     if not abort_present:
-        return RecoveryReport(RecoveryMode.NORMAL, max(0, len(segments) - recovery_segments_max))
+        holding = data_segment_count(segments, durable_position=durable)
+        return RecoveryReport(RecoveryMode.NORMAL, max(0, holding - recovery_segments_max),
+                              durable_position=durable)
     return RecoveryReport(RecoveryMode.ABNORMAL,
-                          _abnormal_start(segments, checkpoint.min_timestamp_ms))
+                          _abnormal_start(segments, checkpoint.min_timestamp_ms),
+                          durable_position=durable)
+
+
+def data_segment_count(segments: list[CommitLogSegment], *, durable_position: int) -> int:
+    """How many leading segments hold data: up to the last one that starts with a record
+    header or starts below the durable position (segments fill in order, so every one
+    before a segment with data had data; trailing preallocated ones are empty)."""
+    for index in range(len(segments) - 1, -1, -1):
+        segment = segments[index]
+        if segment.start_position < durable_position or any(
+                segment.mapping[:record.BLANK_SIZE_BYTES]):
+            return index + 1
+    return 0
 
 
 def _abnormal_start(segments: list[CommitLogSegment], min_timestamp_ms: int) -> int:
@@ -86,17 +124,25 @@ def _abnormal_start(segments: list[CommitLogSegment], min_timestamp_ms: int) -> 
     return 0
 
 
-def recover(segment_list: SegmentList, report: RecoveryReport,
-            queue_offsets: dict[tuple[str, int], int], *,
-            scan_from_position: int) -> RecoveryReport:
-    """Scan, rebuild `queue_offsets` (for records from `scan_from_position` on), truncate;
-    fills in and returns `report`."""
-    end_position, old_end = scan_log(segment_list.segments, report, queue_offsets,
-                                     scan_from_position=scan_from_position)
+def recover(segment_list: SegmentList, report: RecoveryReport, queue_offsets: QueueOffsets, *,
+            scan_from_position: int, policy: CorruptionPolicy) -> RecoveryReport:
+    """Scan, rebuild `queue_offsets` (for records from `scan_from_position` on), apply
+    `policy` to the damage found, cut the tail; fills in and returns `report`.  Under REFUSE
+    damage raises `StoreCorruptError` before anything is changed."""
+    scan = _LogScan(segment_list.segments, report, queue_offsets)
+    end_position, written_end = scan.run(scan_from_position=scan_from_position)
     report.end_position = end_position
-    report.truncated_bytes = max(0, old_end - end_position)
-    deleted = segment_list.truncate_after(end_position) if segment_list.segments else []
+    report.truncated_bytes = max(0, written_end - end_position)
+    if report.damage and policy is CorruptionPolicy.REFUSE:
+        raise StoreCorruptError(
+            f"{segment_list.directory}: {len(report.damage)} damaged ranges in the commit log "
+            f"(corruption_policy=refuse): " + "; ".join(map(str, report.damage[:5])))
+    deleted = (segment_list.truncate_after(end_position, written_end=written_end)
+               if segment_list.segments else [])
     report.deleted_segments = [path.name for path in deleted]
+    for damage in report.damage:
+        log.error("recovery (%s) found damage in the commit log at %s; the records around it "
+                  "are kept (corruption_policy=skip)", report.mode.value, damage)
     if report.truncated_bytes:
         log.warning("recovery (%s) cut the log at %d: %d bytes dropped, %d segments deleted; "
                     "first invalid: %s", report.mode.value, end_position,
@@ -104,77 +150,109 @@ def recover(segment_list: SegmentList, report: RecoveryReport,
     return report
 
 
-def scan_log(segments: list[CommitLogSegment], report: RecoveryReport,
-             queue_offsets: dict[tuple[str, int], int], *,
-             scan_from_position: int) -> tuple[int, int]:
-    """Return (end of the valid log, end of whatever was written before the crash)."""
-    end_position = segments[0].start_position if segments else 0
-    for index, segment in enumerate(segments):
-        verify = index >= report.verify_from_segment
-        if not verify and segment.end_position <= scan_from_position:
-            end_position = segment.end_position  # the consume queues hold its records
-            continue
-        outcome = _scan_segment(segment, verify_crc=verify, report=report,
-                                queue_offsets=queue_offsets)
-        if outcome.ok_through_end:
-            end_position = segment.end_position
-            continue
-        if not verify:
-            report.unverified_problems.append(outcome.reason)
-            end_position = segment.end_position
-            continue
-        end_position = segment.start_position + outcome.valid_bytes
-        report.first_invalid_reason = outcome.reason
-        old_end = max(end_position, _written_end(segments[index:]))
-        return end_position, old_end
-    return end_position, end_position
+class _LogScan:
+    """One forward walk of the segments (the module docstring's table)."""
 
+    def __init__(self, segments: list[CommitLogSegment], report: RecoveryReport,
+                 queue_offsets: QueueOffsets) -> None:
+        self._segments = segments
+        self._report = report
+        self._queue_offsets = queue_offsets
+        self._holding = data_segment_count(segments, durable_position=report.durable_position)
 
-@dataclasses.dataclass
-class _SegmentOutcome:
-    valid_bytes: int
-    ok_through_end: bool
-    reason: str = ""
+    def run(self, *, scan_from_position: int) -> tuple[int, int]:
+        """(end of the valid log, end of whatever was written before: what a cut drops)."""
+        segments, report = self._segments, self._report
+        end_position = segments[0].start_position if segments else 0
+        for index, segment in enumerate(segments[:self._holding]):
+            verify = index >= report.verify_from_segment
+            if not verify and segment.end_position <= scan_from_position:
+                end_position = segment.end_position  # the consume queues hold its records
+                continue
+            tail = self._scan_segment(index, verify_crc=verify)
+            if tail is None:
+                end_position = segment.end_position
+                continue
+            position, written_end = tail
+            end_position = segment.start_position + position
+            if end_position < report.durable_position:
+                report.damage.append(Damage(end_position, report.durable_position,
+                                            f"the log ends at {end_position}, below the "
+                                            f"durable position: synced bytes were lost"))
+            return end_position, segment.start_position + written_end
+        return end_position, end_position
 
+    def _scan_segment(self, index: int, *, verify_crc: bool) -> tuple[int, int] | None:
+        """Walk one segment; None if it is whole to its end (damage skipped), else (where the
+        log ends in it, where its written bytes end)."""
+        segment = self._segments[index]
+        mapping, size, start = segment.mapping, segment.size_bytes, segment.start_position
+        position = 0
+        while position < size:
+            result = record.check_record(mapping, position, limit=size,
+                                         expected_physical_offset=start + position,
+                                         verify_crc=verify_crc)
+            if result.status is record.RecordCheck.OK:
+                self._note_record(mapping, position, result)
+                position += result.size_bytes
+                continue
+            if result.status is record.RecordCheck.BLANK:
+                return None
+            reason = ("zeros where a record was due" if result.status is record.RecordCheck.END
+                      else result.reason)
+            resumed, written_end = self._resume_after(index, position, reason=reason)
+            if resumed is None:
+                self._report.first_invalid_reason = (
+                    "end of data" if result.status is record.RecordCheck.END
+                    else f"{segment.path.name}@{position} (position {start + position}): "
+                         f"{reason}")
+                return position, written_end
+            if resumed >= size:
+                return None
+            position = resumed
+        return None
 
-def _scan_segment(segment: CommitLogSegment, *, verify_crc: bool, report: RecoveryReport,
-                  queue_offsets: dict[tuple[str, int], int]) -> _SegmentOutcome:
-    mapping = segment.mapping
-    size = segment.size_bytes
-    position = 0
-    check = record.check_record
-    while position < size:
-        physical = segment.start_position + position
-        result = check(mapping, position, limit=size, expected_physical_offset=physical,
-                       verify_crc=verify_crc)
-        if result.status is record.RecordCheck.OK:
-            _note_record(mapping, position, result, queue_offsets=queue_offsets, report=report)
-            position += result.size_bytes
-            continue
-        if result.status is record.RecordCheck.BLANK:
-            return _SegmentOutcome(size, ok_through_end=True)
-        reason = ("end of data" if result.status is record.RecordCheck.END
-                  else f"{segment.path.name}@{position} (position {physical}): {result.reason}")
-        return _SegmentOutcome(position, ok_through_end=False, reason=reason)
-    return _SegmentOutcome(position, ok_through_end=True)
+    def _resume_after(self, index: int, position: int, *,
+                      reason: str) -> tuple[int | None, int]:
+        """Where valid records resume after a failure at `position` of segment `index` (the
+        segment's size: in a later segment), recording the damage, or None if nothing valid
+        follows; and where the segment's written bytes end."""
+        segment = self._segments[index]
+        start, size = segment.start_position, segment.size_bytes
+        report = self._report
+        if (report.mode is RecoveryMode.NORMAL and report.durable_position == start + position
+                and index + 1 >= self._holding):
+            # A clean close recorded exactly this end: nothing was written after it, and the
+            # (costly, a page at a time) search for written bytes is not needed.
+            return None, position
+        written_end = last_nonzero_end(segment.mapping, position)
+        found = None
+        if written_end > position:
+            found = find_record(segment.mapping, position + 1, written_end, limit=size,
+                                segment_start=start)
+        if found is None and index + 1 >= self._holding:
+            return None, written_end
+        resumed = size if found is None else found
+        self._report.damage.append(Damage(start + position, start + resumed, reason))
+        return resumed, written_end
 
-
-def _note_record(mapping: record.ReadableBuffer, position: int, result: record.CheckResult,
-                 *, queue_offsets: dict[tuple[str, int], int], report: RecoveryReport) -> None:
-    head = result.head
-    assert head is not None
-    report.records_scanned += 1
-    report.last_store_timestamp_ms = head.store_timestamp_ms
-    if head.sysflag & record.TRANSACTION_TYPE_MASK in (record.SysFlag.TRANSACTION_PREPARED,
-                                                       record.SysFlag.TRANSACTION_ROLLBACK):
-        return  # prepared/rollback records take no queue offset (spec §1.6 step 6)
-    assert result.layout is not None
-    topic = _topic_of(mapping, position, result.layout, head)
-    if topic == PADDING_TOPIC:
-        return  # a group commit's filler takes no queue offset (padding.py)
-    key = (topic, head.queue_id)
-    if head.queue_offset + 1 > queue_offsets.get(key, 0):
-        queue_offsets[key] = head.queue_offset + 1
+    def _note_record(self, mapping: record.ReadableBuffer, position: int,
+                     result: record.CheckResult) -> None:
+        head = result.head
+        assert head is not None
+        report = self._report
+        report.records_scanned += 1
+        report.last_store_timestamp_ms = head.store_timestamp_ms
+        if head.sysflag & record.TRANSACTION_TYPE_MASK in (record.SysFlag.TRANSACTION_PREPARED,
+                                                           record.SysFlag.TRANSACTION_ROLLBACK):
+            return  # prepared/rollback records take no queue offset (RocketMQ's CommitLog)
+        assert result.layout is not None
+        topic = _topic_of(mapping, position, result.layout, head)
+        if topic == PADDING_TOPIC:
+            return  # a group commit's filler takes no queue offset (padding.py)
+        key = (topic, head.queue_id)
+        if head.queue_offset + 1 > self._queue_offsets.get(key, 0):
+            self._queue_offsets[key] = head.queue_offset + 1
 
 
 def _topic_of(mapping: record.ReadableBuffer, position: int, layout: record.RecordLayout,
@@ -187,14 +265,3 @@ def _topic_of(mapping: record.ReadableBuffer, position: int, layout: record.Reco
         return bytes(view[start:start + length]).decode("ascii", "replace")
     finally:
         view.release()
-
-
-def _written_end(segments: list[CommitLogSegment]) -> int:
-    """How far bytes went before the crash: one past the last non-zero byte of the last
-    segment holding anything (what truncation drops is counted up to it)."""
-    for segment in reversed(segments):
-        end = last_nonzero_end(segment.mapping, 0)
-        if end:
-            return segment.start_position + end
-    return segments[0].start_position if segments else 0
-

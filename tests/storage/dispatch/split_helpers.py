@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mqstore.storage import MessageStore, StoreConfig
 from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files.checkpoint import encode_checkpoint, read_checkpoint
 from mqstore.storage.queues.consume_queues import ConsumeQueues
 from tests.conftest import small_config
 
@@ -68,7 +69,14 @@ def queue_entries(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]
 
 
 def lose_log_tail(store_dir: Path, lost_from: int) -> None:
-    """A machine crash that lost the commit log's bytes from `lost_from` on (zeros)."""
+    """A machine crash that lost the commit log's bytes from `lost_from` on (zeros): bytes
+    that were never synced, so the checkpoint (which records only synced positions) says
+    at most `lost_from`, and the writer left its abort marker."""
+    checkpoint = store_dir / "checkpoint"
+    values, _ = read_checkpoint(checkpoint)
+    values.master_flushed_offset = min(values.master_flushed_offset, lost_from)
+    checkpoint.write_bytes(encode_checkpoint(values))
+    (store_dir / "abort").touch()
     segments = sorted((store_dir / "commitlog").iterdir())
     for path in segments:
         start = int(path.name)

@@ -89,7 +89,7 @@ def test_truncate_zeroes_the_tail(tmp_path: Path) -> None:
 def test_reopen_refuses_a_wrong_size(tmp_path: Path) -> None:
     segment = _segment(tmp_path)
     segment.close()
-    with pytest.raises(StoreFormatError, match="configured size is 4096"):
+    with pytest.raises(StoreFormatError, match="segment_size_bytes is 4096"):
         CommitLogSegment.open_existing(segment.path, size_bytes=4096)
 
 

@@ -54,7 +54,8 @@ class Corpus:
     def dispatch(self, service: IndexService, physical_offset: int) -> None:
         stored = self.messages[physical_offset]
         rolled = service.build(topic=stored.topic, keys=stored.keys,
-                               unique_key=stored.unique_key, physical_offset=physical_offset,
+                               unique_key=stored.unique_key, tags=None,
+                               physical_offset=physical_offset,
                                store_timestamp_ms=stored.store_timestamp_ms)
         if rolled is not None:
             self.rolls.append(rolled)
@@ -107,7 +108,8 @@ def test_an_empty_index(tmp_path: Path) -> None:
     service = _service(tmp_path / "index")
     assert service.file_paths == []
     assert Corpus().query(service, topic="T", key="k") == []
-    assert service.build(topic="T", keys=("", ""), unique_key=None, physical_offset=0,
+    assert service.build(topic="T", keys=("", ""), unique_key=None, tags=None,
+                         physical_offset=0,
                          store_timestamp_ms=BASE_MS) is None
     assert service.file_paths == [], "nothing to index creates no file"
     assert (service.end_physical_offset, service.end_timestamp_ms) == (0, 0)
@@ -232,9 +234,9 @@ def test_duplicate_dispatch_is_ignored(tmp_path: Path) -> None:
     for physical_offset in list(corpus.messages)[:-1]:
         corpus.dispatch(service, physical_offset)
     assert service.entry_count == entries
-    corpus.dispatch(service, 900)  # the newest message: RocketMQ compares with `<`
-    assert service.entry_count == entries + 3
-    assert corpus.query(service, topic="T", key="U9") == [900], "queries absorb the repeat"
+    corpus.dispatch(service, 900)  # the newest message again (a reopened store does this)
+    assert service.entry_count == entries, "RocketMQ compares with `<` and adds it again"
+    assert corpus.query(service, topic="T", key="U9") == [900]
     assert corpus.query(service, topic="T", key="hot") == corpus.expected(topic="T", key="hot")
 
 
@@ -285,7 +287,8 @@ def test_a_closed_service_refuses_work(tmp_path: Path) -> None:
     service.close()
     service.close()
     with pytest.raises(StoreClosedError):
-        service.build(topic="T", keys=("k",), unique_key=None, physical_offset=10_000,
+        service.build(topic="T", keys=("k",), unique_key=None, tags=None,
+                         physical_offset=10_000,
                       store_timestamp_ms=BASE_MS)
     with pytest.raises(StoreClosedError):
         Corpus().query(service, topic="T", key="k")
@@ -326,3 +329,47 @@ def _wait(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+def _index_entries(store_dir: Path, config_slots: int, config_entries: int) -> int:
+    total = 0
+    for path in sorted((store_dir / "index").iterdir()):
+        index_file = IndexFile.open_existing(path, hash_slot_count=config_slots,
+                                             index_count_max=config_entries)
+        total += index_file.entry_count
+        index_file.close()
+    return total
+
+
+def test_reopening_a_store_never_indexes_a_message_twice(store_dir: Path) -> None:
+    """RocketMQ's queryMessage returned the last message N+1 times after N mqstore opens."""
+    config = small_config()
+    with MessageStore.open(store_dir, config) as store:
+        for n in range(50):
+            assert store.put(Message("Keyed", n % 2, b"m%d" % n, keys=[f"k{n}"],
+                                     tags="red" if n % 5 == 0 else None)).ok
+        assert store.wait_dispatched(timeout_ms=10_000)
+    entries = _index_entries(store_dir, config.index_hash_slot_count, config.index_count_max)
+    for _ in range(3):
+        with MessageStore.open(store_dir, config) as store:
+            assert [m.body for m in store.query_by_key("Keyed", "k49")] == [b"m49"]
+    assert _index_entries(store_dir, config.index_hash_slot_count,
+                          config.index_count_max) == entries
+
+
+def test_tags_are_indexed_as_rocketmq_5_does(store_dir: Path) -> None:
+    with MessageStore.open(store_dir, small_config()) as store:
+        for n in range(30):
+            assert store.put(Message("Tagged", n % 3, b"m%d" % n,
+                                     tags=("red", "blue", None)[n % 3])).ok
+        assert store.put(Message("Other", 0, b"x", tags="red")).ok
+        assert store.wait_dispatched(timeout_ms=10_000)
+        red = store.query_by_tag("Tagged", "red", max_messages=64)
+        assert [m.body for m in red] == [b"m%d" % n for n in range(0, 30, 3)]
+        assert all(m.topic == "Tagged" and m.tags == "red" for m in red)
+        assert store.query_by_tag("Tagged", "green") == []
+    with MessageStore.open(store_dir, small_config(index_tags_enabled=False)) as store:
+        assert store.put(Message("Tagged", 0, b"late", tags="red")).ok
+        assert store.wait_dispatched(timeout_ms=10_000)
+        assert b"late" not in [m.body for m in store.query_by_tag("Tagged", "red",
+                                                                  max_messages=64)]

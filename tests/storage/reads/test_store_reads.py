@@ -43,14 +43,14 @@ def test_offset_too_small_and_found_null(tmp_path: Path) -> None:
         queue.put(physical_offset=offset * 100, size_bytes=100, tags_code=0,
                   queue_offset=offset)
     small = get_from_queue(queue, 3, 5, tags=None, find_segment=lambda _: None,
-                           transfer_count_max=32, transfer_bytes_max=1 << 20)
+                           transfer_count_max=32, transfer_bytes_max=1 << 20, verify_crc=True)
     assert (small.status, small.next_offset) == (GetStatus.OFFSET_TOO_SMALL, 12)
     removed = get_from_queue(queue, 12, 5, tags=None, find_segment=lambda _: None,
-                             transfer_count_max=32, transfer_bytes_max=1 << 20)
+                             transfer_count_max=32, transfer_bytes_max=1 << 20, verify_crc=True)
     assert (removed.status, removed.next_offset) == (GetStatus.MESSAGE_WAS_REMOVING, 20)
     queue.files.pop(0).close()  # the file holding offsets 10..19 is gone
     missing = get_from_queue(queue, 12, 5, tags=None, find_segment=lambda _: None,
-                             transfer_count_max=32, transfer_bytes_max=1 << 20)
+                             transfer_count_max=32, transfer_bytes_max=1 << 20, verify_crc=True)
     assert (missing.status, missing.next_offset) == (GetStatus.OFFSET_FOUND_NULL, 20)
     queue.close()
 

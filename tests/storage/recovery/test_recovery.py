@@ -14,6 +14,8 @@ import pytest
 
 from mqstore.storage import (
     CheckpointState,
+    CorruptRecordError,
+    GetStatus,
     Message,
     MessageStore,
     PutResult,
@@ -47,7 +49,9 @@ def _damage(store_dir: Path, physical_offset: int, data: bytes) -> None:
 
 
 def _assert_recovers_to(store_dir: Path, results: list[PutResult], valid_count: int, *,
-                        crashed: bool = True) -> MessageStore:
+                        crashed: bool = True, offsets_lost: int = 0) -> MessageStore:
+    """Open and check the first `valid_count` records are what is left; `offsets_lost`
+    queue offsets of lost records the writer had counted as synced are not reused."""
     if crashed:
         (store_dir / "abort").touch()
     store = MessageStore.open(store_dir, small_config())
@@ -58,7 +62,7 @@ def _assert_recovers_to(store_dir: Path, results: list[PutResult], valid_count: 
     following = store.put(Message("R", valid_count % 3, b"after"))
     assert following.physical_offset == store.written_position - following.size_bytes
     assert following.queue_offset == len([i for i in range(valid_count)
-                                          if i % 3 == valid_count % 3])
+                                          if i % 3 == valid_count % 3]) + offsets_lost
     return store
 
 
@@ -66,10 +70,17 @@ def test_torn_record_at_the_tail(store_dir: Path) -> None:
     results = _fill(store_dir, 200)
     torn = results[-1]
     _damage(store_dir, torn.physical_offset + 100, bytes(torn.size_bytes - 100))
-    store = _assert_recovers_to(store_dir, results, 199)
+    store = _assert_recovers_to(store_dir, results, 199, offsets_lost=1)
     assert store.recovery_report.mode is RecoveryMode.ABNORMAL
     assert f"position {torn.physical_offset}" in store.recovery_report.first_invalid_reason
     assert store.recovery_report.truncated_bytes == 100  # the torn record's surviving bytes
+    # The checkpoint recorded that record as synced (the store closed cleanly before the
+    # bytes were torn): losing it is reported, not taken for an unsynced tail, and its queue
+    # offset is not given to another message: it answers MESSAGE_CORRUPT.
+    assert [d.position for d in store.recovery_report.damage] == [torn.physical_offset]
+    _wait_dispatched(store)
+    with store.get("R", 199 % 3, torn.queue_offset, 1) as pulled:
+        assert pulled.status is GetStatus.MESSAGE_CORRUPT, pulled
     store.close()
 
 
@@ -80,21 +91,36 @@ def test_garbage_after_the_tail(store_dir: Path) -> None:
     store = _assert_recovers_to(store_dir, results, 150)
     assert store.recovery_report.truncated_bytes == 256
     assert "bad magic" in store.recovery_report.first_invalid_reason
+    assert store.recovery_report.damage == [], "past the durable end: a tail, not damage"
     store.close()
     reopened = MessageStore.open(store_dir, small_config())  # the garbage is gone for good
     assert reopened.recovery_report.truncated_bytes == 0
     reopened.close()
 
 
-def test_zeroed_page_inside_the_last_segment(store_dir: Path) -> None:
+def test_zeroed_page_inside_the_last_segment_is_skipped_not_cut(store_dir: Path) -> None:
     results = _fill(store_dir, 300)
     last_segment_start = results[-1].physical_offset // SMALL_SEGMENT_BYTES * SMALL_SEGMENT_BYTES
     page_start = last_segment_start + 8192
     _damage(store_dir, page_start, bytes(4096))
-    first_hit = next(i for i, r in enumerate(results)
-                     if r.physical_offset + r.size_bytes > page_start)
-    store = _assert_recovers_to(store_dir, results, first_hit)
-    assert store.recovery_report.truncated_bytes > 0
+    hit = [i for i, r in enumerate(results)
+           if r.physical_offset < page_start + 4096 and
+           r.physical_offset + r.size_bytes > page_start]
+    assert hit
+    (store_dir / "abort").touch()
+    store = MessageStore.open(store_dir, small_config())
+    report = store.recovery_report
+    assert report.truncated_bytes == 0
+    assert len(report.damage) == 1 and report.damage[0].position <= page_start
+    kept = [m.body for m in store.iter_messages(report.damage[0].end_position)]
+    assert kept == [bytes([i % 256]) * 700 for i in range(hit[-1] + 1, 300)]
+    _wait_dispatched(store)
+    for i in hit:  # each lost record answers MESSAGE_CORRUPT at its queue offset
+        with store.get("R", i % 3, results[i].queue_offset, 1) as pulled:
+            assert pulled.status is GetStatus.MESSAGE_CORRUPT, pulled
+            assert pulled.next_offset == results[i].queue_offset + 1
+    following = store.put(Message("R", 0, b"after"))
+    assert following.queue_offset == len([i for i in range(300) if i % 3 == 0])
     store.close()
 
 
@@ -109,14 +135,23 @@ def test_missing_or_corrupt_checkpoint_verifies_everything(store_dir: Path,
         checkpoint.write_bytes(b"\xff" * 4096)
     else:
         data = bytearray(checkpoint.read_bytes())
-        data[3] ^= 0x40  # a field changed without its CRC: a torn page
+        data[3] ^= 0x40  # a field rewritten after mqstore's last write: RocketMQ's, or torn
         checkpoint.write_bytes(bytes(data))
     first = results[0]
-    _damage(store_dir, first.physical_offset + 95, b"\x00\x01")  # an old, unflushed-looking hole
+    _damage(store_dir, first.physical_offset + 95, b"\x00\x01")  # a flipped body byte
     store = MessageStore.open(store_dir, small_config())
-    assert store.recovery_report.mode is RecoveryMode.FULL
-    assert store.recovery_report.verify_from_segment == 0
-    assert list(store.iter_messages()) == []  # the very first record is bad: nothing is valid
+    report = store.recovery_report
+    if damage == "torn-write":  # whole fields, trusted as RocketMQ's: a normal open
+        assert report.mode is RecoveryMode.NORMAL
+    else:
+        assert report.mode is RecoveryMode.FULL
+        assert report.verify_from_segment == 0
+        assert [d.position for d in report.damage] == [first.physical_offset]
+        assert report.truncated_bytes == 0
+    bodies = [m.body for m in store.iter_messages(results[1].physical_offset)]
+    assert bodies == [bytes([i % 256]) * 700 for i in range(1, 300)], "nothing after is lost"
+    with pytest.raises(CorruptRecordError):
+        store.message_at(first.physical_offset)
     store.close()
 
 
@@ -220,20 +255,28 @@ def _queue_bodies(store: MessageStore, topic: str, queue_id: int) -> list[bytes]
             offset = result.next_offset
 
 
-def test_consume_queues_ahead_of_a_cut_log_are_cut_too(store_dir: Path) -> None:
+def test_a_damaged_record_in_the_middle_answers_corrupt_and_keeps_the_rest(
+        store_dir: Path) -> None:
     results = _fill(store_dir, 200)  # consume queues were built to the end
-    cut = results[150]
-    _damage(store_dir, cut.physical_offset + 90, b"\xff\xff")  # record 150 is now corrupt
+    damaged = results[150]
+    _damage(store_dir, damaged.physical_offset + 90, b"\xff\xff")  # its body CRC fails
     store = MessageStore.open(store_dir, small_config())
+    assert [d.position for d in store.recovery_report.damage] == [damaged.physical_offset]
     _wait_dispatched(store)
     for queue_id in range(3):
-        expected = [bytes([i % 256]) * 700 for i in range(150) if i % 3 == queue_id]
-        assert _queue_bodies(store, "R", queue_id) == expected
-        assert store.max_offset("R", queue_id) == len(expected)
-    after = store.put(Message("R", 0, b"after the cut"))
-    _wait_dispatched(store)
-    assert _queue_bodies(store, "R", 0)[-1] == b"after the cut"
-    assert after.queue_offset == len([i for i in range(150) if i % 3 == 0])
+        assert store.max_offset("R", queue_id) == len([i for i in range(200) if i % 3 == queue_id])
+    with store.get("R", 0, damaged.queue_offset - 2, 32) as pulled:  # served up to it
+        assert pulled.status is GetStatus.FOUND
+        assert pulled.next_offset == damaged.queue_offset
+    with store.get("R", 0, damaged.queue_offset, 32) as pulled:
+        assert pulled.status is GetStatus.MESSAGE_CORRUPT
+        assert "CRC" in pulled.reason
+        assert pulled.next_offset == damaged.queue_offset + 1
+    with store.get("R", 0, damaged.queue_offset + 1, 32) as pulled:
+        assert [bytes(m.body) for m in pulled.messages] == [
+            bytes([i % 256]) * 700 for i in range(153, 200, 3)]
+    after = store.put(Message("R", 0, b"after"))
+    assert after.queue_offset == len([i for i in range(200) if i % 3 == 0])
     store.close()
 
 
