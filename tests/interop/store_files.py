@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +118,34 @@ def entries_by_offset(files: list[IndexFile]) -> dict[int, list[int]]:
         for key_hash, offset, _, _ in file.entries:
             found.setdefault(offset, []).append(key_hash)
     return found
+
+
+Entry = tuple[int, int]
+"""(key hash, physical offset): an index entry as a lookup sees it."""
+
+
+def entry_list(files: list[IndexFile]) -> list[Entry]:
+    """Every entry of the files, oldest file first, in entry order."""
+    return [(key_hash, offset) for file in files for key_hash, offset, _, _ in file.entries]
+
+
+def tag_entries(messages: list[tuple[str, str | None, int]]) -> Counter[Entry]:
+    """The entries RocketMQ 5 adds for tags: topic#T#<TAGS> for each (topic, tags, offset)
+    with non-empty tags."""
+    return Counter((index_key_hash(f"{topic}#T#{tags}"), offset)
+                   for topic, tags, offset in messages if tags)
+
+
+def without(entries: list[Entry], removable: Counter[Entry]) -> list[Entry]:
+    """`entries` less one occurrence of each entry in `removable` (order kept)."""
+    left = Counter(removable)
+    kept = []
+    for entry in entries:
+        if left[entry] > 0:
+            left[entry] -= 1
+        else:
+            kept.append(entry)
+    return kept
 
 
 def java_string_hash(text: str) -> int:
