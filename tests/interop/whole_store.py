@@ -49,7 +49,7 @@ from tests.processes import module_command
 
 LAYOUT = Layout(segment_bytes=256 * 1024, consume_queue_file_bytes=8 * 20,
                 index_hash_slots=512, index_count_max=400, query_max=512)
-"""Small files so that a few hundred messages cross every kind of file boundary: ~5 commit log
+"""Small files so that a few hundred messages cross every kind of file boundary: ~9 commit log
 segments, consume queues of 8 entries a file (most queues span two or more), index files of
 399 entries (mqstore's corpus fills three)."""
 
