@@ -121,7 +121,7 @@ def _verify(spark: object, store: str, arguments: argparse.Namespace) -> int:
 
     result = verify(spark, store)  # type: ignore[arg-type]
     for corruption in result.corruptions:
-        print(f"CORRUPT at physical offset {corruption.physical_offset}: {corruption.reason}")
+        print(f"CORRUPT at {corruption}")
     if not result.clean:
         print(f"{len(result.corruptions)} corrupt record(s) in {store}; {result.records} "
               f"records verified", file=sys.stderr)

@@ -2,8 +2,10 @@
 
 Each task runs the engine's own scrub of one segment (`storage.scrub.scan_segment` with CRC
 checks: magic, sizes, PHYSICALOFFSET, body CRC, a non-zero tail after the last record); the
-driver then applies `verify_store`'s rule across segments (a segment that stops without a
-BLANK while a later one holds data is a hole).  Read-only, no lock.
+driver then applies `verify_store`'s rules across segments (`between_segments`: files of an
+odd size, missing segments, a segment that stops without a BLANK while a later one holds
+data).  The consume queue and index checks of `mqstore verify` are not part of this job: it
+scrubs the commit log.  Read-only, no lock.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from mqstore.storage.recovery.scrub import Corruption, SegmentSummary, scan_segment, segment_paths
+from mqstore.storage.recovery.scrub import (
+    Corruption,
+    SegmentSummary,
+    between_segments,
+    scan_segment,
+    segment_paths,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,14 +39,6 @@ def _scan(path: str) -> SegmentSummary:
     return scan_segment(Path(path), verify_crc=True)
 
 
-def holes(summaries: list[SegmentSummary]) -> list[Corruption]:
-    """Segments that end without a BLANK although a later segment holds data."""
-    holding = [s for s in summaries if s.record_count or s.corruptions]
-    return [Corruption(s.written_position, f"segment {s.name} ends without a BLANK record "
-                       f"but later segments hold data")
-            for s in holding[:-1] if not s.ends_with_blank and not s.corruptions]
-
-
 def verify(spark: SparkSession, directory: str) -> VerifyResult:
     paths = [str(path) for path in segment_paths(Path(directory))]
     if not paths:
@@ -46,7 +46,8 @@ def verify(spark: SparkSession, directory: str) -> VerifyResult:
     context = spark.sparkContext
     summaries = context.parallelize(paths, len(paths)).map(_scan).collect()
     summaries.sort(key=lambda summary: summary.start_position)
-    found = [c for summary in summaries for c in summary.corruptions] + holes(summaries)
+    found = [c for summary in summaries for c in summary.corruptions]
+    found += between_segments(summaries)
     return VerifyResult(segments=len(summaries),
                         records=sum(summary.record_count for summary in summaries),
                         corruptions=sorted(found, key=lambda c: c.physical_offset))

@@ -297,11 +297,9 @@ def _verify(arguments: argparse.Namespace) -> int:
     records = sum(s.record_count for s in summaries)
     if corruptions:
         for corruption in corruptions:
-            print(f"CORRUPT at physical offset {corruption.physical_offset}: "
-                  f"{corruption.reason}")
-        offsets = ", ".join(str(c.physical_offset) for c in corruptions)
-        print(f"{len(corruptions)} corrupt record(s) in {directory} at offsets {offsets}; "
-              f"{records} records verified", file=sys.stderr)
+            print(f"CORRUPT at {corruption}")
+        print(f"{len(corruptions)} damaged place(s) in {directory}; {records} records "
+              f"verified", file=sys.stderr)
         return EXIT_CORRUPT
     print(f"OK: {records} records in {len(summaries)} segments, every body CRC matches")
     return 0

@@ -239,6 +239,11 @@ class MessageStore:
         self._check_open()
         return self._reads.query_by_tag(topic, tag, begin_ms, end_ms, max_messages)
 
+    @property
+    def damaged_reads_total(self) -> int:
+        """Reads that met a damaged record (store_reads.py)."""
+        return self._reads.damaged_reads_total
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.directory}: store is closed")

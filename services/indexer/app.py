@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from mqstore.services.common.config_file import IndexerSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
-from mqstore.services.common.metrics import GaugeSpec, new_registry
+from mqstore.services.common.metrics import CounterSpec, GaugeSpec, new_registry
 from mqstore.storage.dispatch.indexer import Indexer
 
 from .notices import NoticeHub
@@ -120,6 +120,9 @@ def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
                   lambda: indexer.synced_position),
         GaugeSpec("mqstore_consume_queues", "Consume queues in the store.",
                   lambda: sum(1 for _ in indexer.queues)),
+        CounterSpec("mqstore_dispatch_damaged_ranges_total",
+                    "Damaged commit log ranges dispatch skipped (their queue offsets answer "
+                    "MESSAGE_CORRUPT).", lambda: indexer.dispatcher.damaged_ranges_total),
         GaugeSpec("mqstore_notice_subscribers", "Notifiers connected to the notice stream.",
                   lambda: hub.subscriber_count),
     ]

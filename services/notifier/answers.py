@@ -45,11 +45,15 @@ def pull_json(result: GetResult, *, committed_position: int,
               behind_bytes_max: int) -> dict[str, Any]:
     """A single-queue pull's answer (call it before the result is released)."""
     newest = result.messages[-1].physical_offset if result.messages else None
-    return {"status": result.status.value, "next_offset": result.next_offset,
-            "min_offset": result.min_offset, "max_offset": result.max_offset,
-            "messages": [message_json(message) for message in result.messages],
-            "suggest_pull_from_follower": suggest_follower(
-                newest, committed_position=committed_position, behind_bytes_max=behind_bytes_max)}
+    answer = {"status": result.status.value, "next_offset": result.next_offset,
+              "min_offset": result.min_offset, "max_offset": result.max_offset,
+              "messages": [message_json(message) for message in result.messages],
+              "suggest_pull_from_follower": suggest_follower(
+                  newest, committed_position=committed_position,
+                  behind_bytes_max=behind_bytes_max)}
+    if result.reason:
+        answer["reason"] = result.reason
+    return answer
 
 
 def suggest_follower(newest_position: int | None, *, committed_position: int,

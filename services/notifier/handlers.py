@@ -14,7 +14,7 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import ServiceError, json_response
-from mqstore.storage import NoRecordError, StoreFormatError
+from mqstore.storage import CorruptRecordError, GetStatus, NoRecordError, StoreFormatError
 from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
     ConsumerOffsets,
@@ -183,6 +183,8 @@ class NotifierHandlers:
             message = self._view.message_at(physical_offset)
         except NoRecordError as error:
             raise ServiceError(404, "NOT_FOUND", str(error)) from None
+        except CorruptRecordError as error:
+            raise ServiceError(500, GetStatus.MESSAGE_CORRUPT.value, str(error)) from None
         return json_response(message_json(message))
 
     async def topics(self, request: web.Request) -> web.Response:

@@ -24,7 +24,12 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
-from mqstore.services.common.metrics import GaugeSpec, new_registry, timing_middleware
+from mqstore.services.common.metrics import (
+    CounterSpec,
+    GaugeSpec,
+    new_registry,
+    timing_middleware,
+)
 from mqstore.storage.reads.store_view import StoreView
 
 from .held import CAUSES, HeldPulls
@@ -64,6 +69,9 @@ class NotifierMetrics:
             GaugeSpec("mqstore_notifier_dispatched_position_bytes",
                       "Dispatch position the indexer published in `dispatched`.",
                       lambda: view.dispatched_position),
+            CounterSpec("mqstore_reads_damaged_total",
+                        "Reads that met a damaged record and served none of it "
+                        "(MESSAGE_CORRUPT).", lambda: view.damaged_reads_total),
         ])
         self.pulls = Counter("mqstore_pull_requests_total", "Pulls answered, by final status.",
                              ["endpoint", "status"], registry=self.registry)

@@ -57,13 +57,23 @@ PULL_SCHEMA: dict[str, Any] = {
                  "suggest_pull_from_follower"],
     "properties": {"status": {"type": "string", "enum": [s.value for s in GetStatus]},
                    "next_offset": INTEGER, "min_offset": INTEGER, "max_offset": INTEGER,
-                   "messages": MESSAGES, "suggest_pull_from_follower": SUGGEST}}
+                   "messages": MESSAGES, "suggest_pull_from_follower": SUGGEST,
+                   "reason": {"type": "string", "description":
+                              "MESSAGE_CORRUPT: where the damaged record is and why; the "
+                              "next pull (from next_offset) goes on past it."}}}
+DAMAGED = {"type": "array", "description":
+           "Offsets whose record is damaged on disk (MESSAGE_CORRUPT): the poll moved past "
+           "them, and names them here so a consumer never misses one silently.",
+           "items": {"type": "object", "additionalProperties": False,
+                     "required": ["queue_id", "offset", "reason"],
+                     "properties": {"queue_id": INTEGER, "offset": INTEGER,
+                                    "reason": {"type": "string"}}}}
 POLL_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
     "required": ["group", "topic", "messages", "next_offsets", "suggest_pull_from_follower"],
     "properties": {"group": {"type": "string"}, "topic": {"type": "string"},
                    "messages": MESSAGES, "next_offsets": OFFSETS,
-                   "suggest_pull_from_follower": SUGGEST}}
+                   "suggest_pull_from_follower": SUGGEST, "damaged": DAMAGED}}
 GROUP_OFFSETS_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["group", "topic", "offsets"],
     "properties": {"group": {"type": "string"}, "topic": {"type": "string"},
@@ -155,7 +165,10 @@ def _paths() -> dict[str, Any]:
             "The message whose record starts at a commit log position.",
             [{"name": "physical_offset", "in": "path", "required": True, "schema": INTEGER}],
             _ref("Message"),
-            extra={"404": openapi.error_response("No record starts there (or it is gone).")}),
+            extra={"404": openapi.error_response("No record starts there (or it is gone)."),
+                   "500": openapi.error_response(
+                       "MESSAGE_CORRUPT: the record there is damaged (its body fails its "
+                       "CRC); it is never served.")}),
         "/v1/topics": _get("The topics with consume queues.", [], {
             "type": "object", "required": ["topics"],
             "properties": {"topics": {"type": "array", "items": {"type": "string"}}}}),

@@ -91,16 +91,20 @@ class Puller:
             for queue_id in self._view.queue_ids(topic):
                 if queue_id not in positions:
                     positions[queue_id] = start_offset(queue_id)
-            messages, caught_up = self._collect(topic, positions, max_messages, tags)
+            damaged: list[dict[str, Any]] = []
+            messages, caught_up = self._collect(topic, positions, max_messages, tags, damaged)
             remaining_s = deadline_s - loop.time()
-            if messages or not caught_up or remaining_s <= 0:
+            if messages or damaged or not caught_up or remaining_s <= 0:
                 newest = max((m["physical_offset"] for m in messages), default=None)
-                return {"messages": messages,
-                        "next_offsets": {str(queue_id): offset
-                                         for queue_id, offset in sorted(positions.items())},
-                        "suggest_pull_from_follower": suggest_follower(
-                            newest, committed_position=self._view.log.committed_position,
-                            behind_bytes_max=self._behind_bytes_max)}
+                answer = {"messages": messages,
+                          "next_offsets": {str(queue_id): offset
+                                           for queue_id, offset in sorted(positions.items())},
+                          "suggest_pull_from_follower": suggest_follower(
+                              newest, committed_position=self._view.log.committed_position,
+                              behind_bytes_max=self._behind_bytes_max)}
+                if damaged:
+                    answer["damaged"] = damaged
+                return answer
             on_hold()
             cause = await self._held.wait(topic, dict(positions), any_queue=True,
                                           timeout_s=remaining_s)
@@ -109,9 +113,11 @@ class Puller:
                 deadline_s = loop.time()
 
     def _collect(self, topic: str, positions: dict[int, int], max_messages: int,
-                 tags: Sequence[str] | None) -> tuple[list[dict[str, Any]], bool]:
+                 tags: Sequence[str] | None,
+                 damaged: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Round robin over the queues, moving `positions` on; returns the messages and
-        whether every queue is caught up (only new data can change the answer)."""
+        whether every queue is caught up (only new data can change the answer).  Damaged
+        offsets it moved past are added to `damaged` (the answer names them)."""
         queue_ids = sorted(positions)
         if not queue_ids:
             return [], True
@@ -127,7 +133,8 @@ class Puller:
                 caught_up = False  # not read this time: it may have data
                 self._next_queue[topic] = queue_id
                 break
-            found, status, has_more = self._read(topic, queue_id, positions, budget, tags)
+            found, status, has_more = self._read(topic, queue_id, positions, budget, tags,
+                                                 damaged)
             messages += found
             caught_up &= status in HOLD_STATUSES
             if has_more:
@@ -138,15 +145,19 @@ class Puller:
             budget = max_messages - len(messages)
             if budget <= 0:
                 break
-            messages += self._read(topic, queue_id, positions, budget, tags)[0]
+            messages += self._read(topic, queue_id, positions, budget, tags, damaged)[0]
         return messages, caught_up
 
     def _read(self, topic: str, queue_id: int, positions: dict[int, int], budget: int,
-              tags: Sequence[str] | None) -> tuple[list[dict[str, Any]], GetStatus, bool]:
+              tags: Sequence[str] | None, damaged: list[dict[str, Any]]
+              ) -> tuple[list[dict[str, Any]], GetStatus, bool]:
         """(messages, status, whether the queue holds more) from the queue's position,
         which moves on."""
         with self._view.get(topic, queue_id, positions[queue_id], budget,
-                                tags=tags) as result:
+                            tags=tags) as result:
+            if result.status is GetStatus.MESSAGE_CORRUPT:
+                damaged.append({"queue_id": queue_id, "offset": result.next_offset - 1,
+                                "reason": result.reason})
             positions[queue_id] = result.next_offset
             has_more = (result.status is GetStatus.FOUND
                         and result.next_offset < result.max_offset)

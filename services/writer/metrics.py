@@ -25,6 +25,7 @@
     mqstore_recoveries_total{mode}                  this open's recovery: 1 for its mode
                                                     (empty, normal, abnormal, full), 0 else
     mqstore_recovery_truncated_bytes_total          tail bytes that recovery cut off
+    mqstore_recovery_damaged_ranges                 damaged ranges this open's recovery found
     mqstore_replication_*                           see replication_status.py
 
 The counters are the engine's own totals (storage/stats.py), read at scrape time; they count
@@ -131,6 +132,10 @@ def store_counters(store: MessageStore) -> list[GaugeSpec]:
         CounterSpec("mqstore_recovery_truncated_bytes_total",
                     "Commit log tail bytes recovery cut off at open.",
                     lambda: store.stats.recovery_truncated_bytes),
+        GaugeSpec("mqstore_recovery_damaged_ranges",
+                  "Damaged ranges of the commit log this open's recovery found (kept, not "
+                  "cut; reads answer MESSAGE_CORRUPT there).",
+                  lambda: len(store.recovery_report.damage)),
     ]
 
 

@@ -132,6 +132,13 @@ class IndexFile:
                 f"{path}: header index_count={index_count} exceeds index_count_max="
                 f"{index_count_max}; the header is corrupt or the file was written with a "
                 f"larger index_count_max")
+        if (self._hash_slot_used_count < 0 or self._hash_slot_used_count > max(index_count, 1)
+                or self._begin_physical_offset > self._end_physical_offset
+                or self._begin_physical_offset < 0):
+            raise IndexFileFormatError(
+                f"{path}: a header that cannot be this file's (begin {self._begin_physical_offset}"
+                f", end {self._end_physical_offset}, {self._hash_slot_used_count} slots used, "
+                f"index_count {index_count})")
         self._index_count = max(index_count, 1)
         self._dirty = False
         self._closed = False

@@ -18,12 +18,13 @@ reference counted because no file is touched outside the lock.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import ConfigError, IndexFileCreateError, StoreClosedError
+from ..errors import ConfigError, IndexFileCreateError, IndexFileFormatError, StoreClosedError
 from ..files.index_file import INT32_MAX, IndexFile, index_file_size_bytes
 from ..files.io import fsync_directory, make_directories
 from ..format.volume import (
@@ -35,6 +36,8 @@ from ..format.volume import (
     index_file_name_after,
     parse_index_file_name,
 )
+
+log = logging.getLogger(__name__)
 
 INDEX_KEY_SEPARATOR = "#"
 """RocketMQ `buildKey`: topic + "#" + key."""
@@ -90,8 +93,10 @@ class IndexService:
         After an abnormal exit only files whose entries are all at or before the
         checkpoint's `index_timestamp_ms` are trusted (RocketMQ `IndexService.load`): later
         ones may hold entries that never reached the disk, so they are deleted and rebuilt
-        by recovery's re-dispatch.  Raises `IndexFileFormatError` for a file that does not
-        fit the configured counts.  Names that are not 17-digit times are left alone.
+        by recovery's re-dispatch.  A file a power loss left short, or whose header cannot
+        be its own, is dropped with every later file (logged): they are rebuilt the same way.
+        Raises `IndexFileFormatError` when every file has one other size (written with other
+        counts).  Names that are not 17-digit times are left alone.
         """
         assert not self._loaded
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -102,11 +107,28 @@ class IndexService:
         paths = sorted(path for path in self.directory.iterdir()
                        if parse_index_file_name(path.name) is not None)
         dropped: list[Path] = []
+        size_bytes = index_file_size_bytes(hash_slot_count=self.hash_slot_count,
+                                           index_count_max=self.index_count_max)
+        sizes = {path.stat().st_size for path in paths}
+        if paths and size_bytes not in sizes and len(sizes) == 1 and min(sizes) > 0:
+            raise IndexFileFormatError(
+                f"{self.directory}: index files of {min(sizes)} bytes, but hash_slot_count="
+                f"{self.hash_slot_count} and index_count_max={self.index_count_max} make "
+                f"{size_bytes}; open the store with the settings the index was written with")
         with self._lock:
             try:
-                for path in paths:
-                    opened = IndexFile.open_existing(path, hash_slot_count=self.hash_slot_count,
-                                                     index_count_max=self.index_count_max)
+                for number, path in enumerate(paths):
+                    try:
+                        opened = IndexFile.open_existing(
+                            path, hash_slot_count=self.hash_slot_count,
+                            index_count_max=self.index_count_max)
+                    except IndexFileFormatError as error:
+                        log.warning("%s; dropping it and the %d index files after it: they "
+                                    "are rebuilt from the log", error, len(paths) - number - 1)
+                        for later in paths[number:]:
+                            later.unlink()
+                        dropped.extend(paths[number:])
+                        break
                     if abnormal and opened.end_timestamp_ms > index_timestamp_ms:
                         opened.close(delete=True)
                         dropped.append(path)

@@ -82,12 +82,12 @@ class SegmentList:
             leftover.unlink()
         starts = sorted(start for path in self.directory.iterdir()
                         if (start := parse_offset_file_name(path.name)) is not None)
-        repairs = self._repair_sizes(starts, repair=repair) + self._fill_gaps(starts,
-                                                                             repair=repair)
-        for start in sorted({*starts, *(damage.position for damage in repairs)}):
+        resized = self._repair_sizes(starts, repair=repair)
+        created = self._fill_gaps(starts, repair=repair)
+        for start in sorted({*starts, *(damage.position for damage in created)}):
             self.segments.append(CommitLogSegment.open_existing(
                 self.directory / offset_file_name(start), size_bytes=self.segment_size_bytes))
-        return repairs
+        return resized + created
 
     def _repair_sizes(self, starts: list[int], *, repair: bool) -> list[Damage]:
         size_bytes = self.segment_size_bytes

@@ -13,6 +13,7 @@ passes where each piece comes from:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
@@ -22,7 +23,9 @@ from ..format.message import StoredMessage
 from ..index.index_service import INDEX_TAG_TYPE
 from ..queues.consume_queue import ConsumeQueue
 from . import get as reads
-from .get import FindSegment, GetResult, NoRecordError
+from .get import CorruptRecordError, FindSegment, GetResult, GetStatus, NoRecordError
+
+log = logging.getLogger(__name__)
 
 QUERY_END_MS = 1 << 62
 """A key query with no end time covers every store time."""
@@ -36,6 +39,11 @@ class KeyIndex(Protocol):
               index_type: str | None = None) -> list[int]: ...
 
 
+DAMAGE_LOGGED_MAX = 1024
+"""Damaged places each logged once at ERROR (then only counted): a consumer retrying one
+damaged offset must not flood the log."""
+
+
 class StoreReads:
     def __init__(self, config: StoreConfig, *, find_segment: FindSegment,
                  log_range: Callable[[], tuple[int, int]],
@@ -46,12 +54,20 @@ class StoreReads:
         self._log_range = log_range
         self._queue = queue
         self.index = index
+        self.damaged_reads_total = 0
+        """Reads that met a damaged record (MESSAGE_CORRUPT, CorruptRecordError)."""
+        self._damage_logged: set[str] = set()
 
     def message_at(self, physical_offset: int) -> StoredMessage:
         """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`);
         `NoRecordError` if no readable record starts there."""
-        return reads.message_at(self._find_segment, physical_offset, log_range=self._log_range(),
-                                verify_crc=self._config.read_verify_crc)
+        try:
+            return reads.message_at(self._find_segment, physical_offset,
+                                    log_range=self._log_range(),
+                                    verify_crc=self._config.read_verify_crc)
+        except CorruptRecordError as error:
+            self._report_damage(str(error))
+            raise
 
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
         """Every message from `start_position` (a record start; default: the log's start) to
@@ -66,11 +82,21 @@ class StoreReads:
             tags: Sequence[str] | None = None) -> GetResult:
         """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
         the result when done.  `tags` filters by tag hash, then by exact tag."""
-        return reads.get(self._queue(topic, queue_id), offset, max_messages, tags=tags,
-                         find_segment=self._find_segment,
-                         transfer_count_max=self._config.get_transfer_count_max,
-                         transfer_bytes_max=self._config.get_transfer_bytes_max,
-                         verify_crc=self._config.read_verify_crc)
+        result = reads.get(self._queue(topic, queue_id), offset, max_messages, tags=tags,
+                           find_segment=self._find_segment,
+                           transfer_count_max=self._config.get_transfer_count_max,
+                           transfer_bytes_max=self._config.get_transfer_bytes_max,
+                           verify_crc=self._config.read_verify_crc)
+        if result.status is GetStatus.MESSAGE_CORRUPT:
+            self._report_damage(f"{topic}/{queue_id}: {result.reason}")
+        return result
+
+    def _report_damage(self, what: str) -> None:
+        """Count a read that met damage; log each damaged place once (bounded)."""
+        self.damaged_reads_total += 1
+        if what not in self._damage_logged and len(self._damage_logged) < DAMAGE_LOGGED_MAX:
+            self._damage_logged.add(what)
+            log.error("a read met damage and served none of it: %s", what)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         queue = self._queue(topic, queue_id)

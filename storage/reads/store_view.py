@@ -212,6 +212,11 @@ class StoreView:
         self._read_positions()
         return self._reads.iter_messages(start_position)
 
+    @property
+    def damaged_reads_total(self) -> int:
+        """Reads that met a damaged record (store_reads.py)."""
+        return self._reads.damaged_reads_total
+
     def queues(self) -> list[QueueInfo]:
         """Every known queue with its offsets, by topic then queue id."""
         return [QueueInfo(topic, queue_id, queue.min_offset, queue.max_offset)

@@ -216,8 +216,12 @@ def rocketmq_queries(expected: list[View], rocketmq: RocketMqJvm) -> list[Query]
 
 
 def query_mismatches(expected: list[View], answers: list[dict[str, Any]], *,
-                     tags: bool) -> list[str]:
-    """Each RocketMQ queryMessage answer against the messages it must find exactly once."""
+                     tags: bool, boundary_offset: int | None = None) -> list[str]:
+    """Each RocketMQ queryMessage answer against the messages it must find exactly once.
+
+    `boundary_offset`: after a crash RocketMQ's recovery dispatches again the message at the
+    newest index file's end offset, and its `buildIndex` skips only offsets *below* that end
+    (it does the same on its own crashed store), so that one message may come back twice."""
     wanted = index_queries(expected, tags=tags)
     got = {(a["kind"], a["topic"], a["key"]): a["results"] for a in answers}
     problems = []
@@ -226,6 +230,8 @@ def query_mismatches(expected: list[View], answers: list[dict[str, Any]], *,
             problems.append(f"{query}: not asked")
             continue
         found = [hit["physicalOffset"] for hit in got[query] if hit_matches(query, hit)]
+        if boundary_offset is not None and found.count(boundary_offset) == 2:
+            found.remove(boundary_offset)
         if sorted(found) != sorted(offsets):
             problems.append(f"{query}: expected {sorted(offsets)}, got {sorted(found)}"
                             + (f" (duplicates {duplicates(found)})" if duplicates(found) else ""))

@@ -115,6 +115,7 @@ def test_failed_sync_makes_puts_and_readiness_503(store_dir: Path,
         raise OSError(5, "Input/output error")
 
     try:
+        assert store.put(Message("F", 0, b"synced")).ok  # the first segment is made first
         monkeypatch.setattr(os, "fdatasync", failing_fdatasync)
         assert store.put(Message("F", 0, b"unsynced")).ok
         deadline = time.monotonic() + 5
