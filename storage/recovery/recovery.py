@@ -167,7 +167,7 @@ def _note_record(mapping: record.ReadableBuffer, position: int, result: record.C
     report.last_store_timestamp_ms = head.store_timestamp_ms
     if head.sysflag & record.TRANSACTION_TYPE_MASK in (record.SysFlag.TRANSACTION_PREPARED,
                                                        record.SysFlag.TRANSACTION_ROLLBACK):
-        return  # prepared/rollback records take no queue offset (spec §1.6 step 6)
+        return  # prepared/rollback records take no queue offset (RocketMQ's `CommitLog` too)
     assert result.layout is not None
     topic = _topic_of(mapping, position, result.layout, head)
     if topic == PADDING_TOPIC:
