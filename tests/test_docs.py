@@ -54,11 +54,7 @@ MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 MISSING_DOCUMENTS = re.compile(
     "|".join((r"\bARCHITECTURE\b", r"(?i:\bseed\s+0\d\d\b)", "(?i:\\bspec\\s*\u00a7)")))
 
-ALLOWLIST: dict[tuple[str, str], str] = {
-    ("storage/reads/log_view.py", "reads.py"):
-        "names the module that became storage/reads/ (store_reads.py, get.py); this file is "
-        "outside what the docs change may edit, so the fix is left to its owner",
-}
+ALLOWLIST: dict[tuple[str, str], str] = {}
 
 
 @cache
