@@ -2,16 +2,17 @@
 
     .venv/bin/python bench/consume.py [--messages 300000] [--runs 3] [--dir DIR]
 
-Seed 002 part J (spec §11): RocketMQ's consume rate fell from 200k to 110k msg/s going from
-72 to 600 queues, because consume queues were written with FileChannel; this engine writes
-them through the mapping.  Done when 600 queues reach at least 0.8 of the 72-queue figure.
+RocketMQ issue #3585, part J (pull request #3657): RocketMQ's consume rate fell from 200k to
+110k msg/s going from 72 to 600 queues, because consume queues were written with FileChannel;
+this engine writes them through the mapping.  Done when 600 queues reach at least 0.8 of the
+72-queue figure.
 
-Setup, untimed: per queue count a fresh store (both stay open), N messages of 1 KiB bodies
-(as in bench/append.py and the §11 figures: per-message work, not copying, dominates, which
-is where a per-queue cost would show), put_batch(32) with message i to queue i % Q of topic
-"Bench": batches mix queues, so the log interleaves them message by message as round-robin
-producers leave it, and a queue's consecutive messages lie Q records apart (~80 KB at 72
-queues, ~680 KB at 600).  In-process dispatch builds the consume queues; the run waits for
+Setup, untimed: per queue count a fresh store (both stay open), N messages of 1 KiB bodies (as
+in bench/append.py and that pull request's figures: per-message work, not copying, dominates,
+which is where a per-queue cost would show), put_batch(32) with message i to queue i % Q of
+topic "Bench": batches mix queues, so the log interleaves them message by message as round-robin
+producers leave it, and a queue's consecutive messages lie Q records apart (~80 KB at 72 queues,
+~680 KB at 600).  In-process dispatch builds the consume queues; the run waits for
 `dispatch_behind_bytes == 0`.  Consume queue files are RocketMQ's 6,000,000 bytes, not
 for_small_segments' 20 KiB, so no queue rolls a file.
 

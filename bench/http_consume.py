@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/http_consume.py [--messages 144000] [--runs 2] [--connections 8]
 
-Defaults take about 2 minutes.  Seed 002 part J (spec §11): RocketMQ's consume rate fell from
-200k to 110k msg/s going from 72 to 600 queues; the target here is that 600 queues reach at
-least 0.8 of the 72-queue rate, over HTTP, through the notifier.  (bench/consume.py measures
-the same in-process, against the engine alone.)
+Defaults take about 2 minutes.  RocketMQ issue #3585, part J (pull request #3657): RocketMQ's
+consume rate fell from 200k to 110k msg/s going from 72 to 600 queues; the target here is that
+600 queues reach at least 0.8 of the 72-queue rate, over HTTP, through the notifier.
+(bench/consume.py measures the same in-process, against the engine alone.)
 
 Setup, untimed: mqstore's indexer, writer and notifier as processes (harness.py; the writer
 allows 600 queues per topic), and `--messages` 1 KiB messages in each of two topics,

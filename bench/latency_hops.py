@@ -4,7 +4,7 @@
 
 mqstore's three services as processes (harness.py).  One producer sends single 1 KiB JSON
 messages to queue 0 of one topic at `--rate`; one consumer long-polls queue 0 through the
-notifier; a follower of the indexer's notice stream (as a notifier follows it) runs on the
+notifier; a subscriber of the indexer's notice stream (as a notifier subscribes) runs on the
 same uvloop; and a separate process polls the writer's `positions` file every 50 µs.  All
 stamp CLOCK_MONOTONIC.  Per message (the first second is a warm-up):
 

@@ -1,14 +1,14 @@
-"""Seed 003's race workload at reduced scale, beside this machine's fdatasync bandwidth.
+"""The 2021 Tianchi race's workload at reduced scale, beside this machine's fdatasync bandwidth.
 
     .venv/bin/python bench/race.py [--writers 20 --topics 10 --queues 500 --write-mib 512
                                     --read-write-mib 256 --readers 10 --runs 1 --dir DIR]
 
 One run of the four cases takes 2–3 minutes here (15–25 s per case, 10 s of limits each).
 
-The contest (spec §12.1), scaled down: `--writers` threads `append` payloads of uniform random
-size in [100 B, 17 KiB] (slices of an os.urandom pool: incompressible) to `--queues` queues
-spread over `--topics` topics; each queue belongs to one writer (the contest's threads own
-their topics), which picks among its queues at random.
+The contest (the 2021 Tianchi race), scaled down: `--writers` threads `append` payloads of
+uniform random size in [100 B, 17 KiB] (slices of an os.urandom pool: incompressible) to
+`--queues` queues spread over `--topics` topics; each queue belongs to one writer (the contest's
+threads own their topics), which picks among its queues at random.
 
   write phase   the writers append `--write-mib` MiB.
   read phase    half the queues (chosen at random) are read from offset 0, half from their

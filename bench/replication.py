@@ -13,7 +13,7 @@ Cases:
                                 comes only once the follower confirmed it.  Latency is the
                                 client's, per request; pool-on keeps RocketMQ's commit service
                                 defaults (16 KiB or 200 ms), which without commit on demand
-                                would hold every small message up to 200 ms (seed 004).
+                                would hold every small message up to 200 ms (RocketMQ issue #1372).
   sync/pool-on-no-demand        (with --with-cliff) pool-on with commit on demand patched out
                                 in the writer processes (this script's bootstrap, nothing
                                 in the engine): the sender sees bytes only when the commit

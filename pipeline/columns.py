@@ -2,7 +2,7 @@
 
 PySpark moves a data source's rows to the JVM as Arrow either way; a `read()` that yields
 ready `pyarrow.RecordBatch`es skips the per-row conversion, which costs more than decoding
-(see the pipeline notes in the README).  So the variable parts of records (topic, properties
+(see docs/benchmarks/spark.md).  So the variable parts of records (topic, properties
 and their TAGS and KEYS) are cut out of the segment with index arithmetic:
 
 * `take_ranges` gathers many short byte ranges into one buffer plus Arrow offsets;

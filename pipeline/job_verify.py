@@ -1,11 +1,11 @@
 """Verify job: the CRC scrub of `mqstore verify`, one Spark task per segment.
 
-Each task runs the engine's own scrub of one segment (`storage.scrub.scan_segment` with CRC
-checks: magic, sizes, PHYSICALOFFSET, body CRC, a non-zero tail after the last record); the
-driver then applies `verify_store`'s rules across segments (`between_segments`: files of an
-odd size, missing segments, a segment that stops without a BLANK while a later one holds
-data).  The consume queue and index checks of `mqstore verify` are not part of this job: it
-scrubs the commit log.  Read-only, no lock.
+Each task runs the engine's own scrub of one segment (`scan_segment` of
+storage/recovery/scrub.py, with CRC checks: magic, sizes, PHYSICALOFFSET, body CRC, a non-zero
+tail after the last record); the driver then applies `verify_store`'s rules across segments
+(`between_segments`: files of an odd size, missing segments, a segment that stops without a
+BLANK while a later one holds data).  The consume queue and index checks of `mqstore verify`
+are not part of this job: it scrubs the commit log.  Read-only, no lock.
 """
 
 from __future__ import annotations

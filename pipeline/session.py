@@ -1,6 +1,6 @@
 """A Spark session with the `mqstore` format registered, on this machine or on a cluster.
 
-Three things bite a PySpark data source that the defaults get wrong (see the README):
+Three things bite a PySpark data source that the defaults get wrong (see docs/spark.md):
 
 * the JVM starts Python workers with `$PYSPARK_PYTHON`, `python3` on PATH by default, not the
   interpreter running the driver: without pyarrow and mqstore there, every read crashes;

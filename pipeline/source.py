@@ -5,7 +5,7 @@
     spark.readStream.format("mqstore").load("/data")    # streaming (stream_reader.py)
     df.write.format("mqstore").mode("append").save("/data")   # append (writer.py)
 
-Options are listed in options.py (reads), stream_options.py (streaming) and writer.py.
+Options are listed in options.py (reads), stream_reader.py (streaming) and writer.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The `StoreConfig` a Spark job opens the engine with, from `store.<field>` options.
 
-Writing (writer.py) and re-indexing (jobs/reindex.py) run the engine's own code, which must be
+Writing (writer.py) and re-indexing (job_reindex.py) run the engine's own code, which must be
 configured as the store was written: the segment size and the consume queue file size are
 read from the directory's files when it has any; everything else comes from options named
-after `StoreConfig` fields (the README's settings table), e.g.
+after `StoreConfig` fields (docs/settings.md), e.g.
 
     .option("store.index_hash_slot_count", "250000")
 

@@ -237,7 +237,7 @@ def _inspect(arguments: argparse.Namespace) -> int:
                       "problems": [f"{c.physical_offset}: {c.reason}" for c in s.corruptions]}
                      for s in summaries],
         "min_position": summaries[0].start_position if summaries else 0,
-        "max_position": max((s.written_position for s in summaries if s.record_count),
+        "written_position": max((s.written_position for s in summaries if s.record_count),
                             default=0),
         "record_count": sum(s.record_count for s in summaries),
         "checkpoint": {"state": state.value, **dataclasses.asdict(values)},
@@ -262,7 +262,7 @@ def _time(timestamp_ms: int) -> str | None:
 
 def _print_inspect(report: Mapping[str, object]) -> None:
     print(f"store {report['directory']}  segment size {report['segment_size_bytes']} bytes")
-    print(f"log [{report['min_position']}, {report['max_position']})  "
+    print(f"log [{report['min_position']}, {report['written_position']})  "
           f"records {report['record_count']}  abort marker "
           f"{'PRESENT (unclean shutdown)' if report['abort_marker'] else 'absent'}")
     print(f"checkpoint {report['checkpoint']}")

@@ -2,7 +2,7 @@
 
 One frozen dataclass, checked once at construction (`__post_init__`): a bad combination is a
 `ConfigError` naming the settings involved, never a surprise on the hot path.  The services,
-the CLI and the operator's ConfigMap use these exact names (see the table in the README).
+the CLI and the operator's ConfigMap use these exact names (see docs/settings.md).
 """
 
 from __future__ import annotations
@@ -162,12 +162,12 @@ class StoreConfig:
 
     group_commit_align_bytes: int = 0
     """Sync flush: before each sync, end the group with a filler record on the next multiple
-    of this many bytes (seed 003's 4 KiB alignment; 0 = off; a power of two dividing
-    `segment_size_bytes`).  Off by default, measured (`bench/race.py`): here fdatasync of
+    of this many bytes (the 2021 Tianchi race's 4 KiB alignment; 0 = off; a power of two
+    dividing `segment_size_bytes`).  Off by default, measured (`bench/race.py`): here fdatasync of
     ~76 KiB groups padded to 4 KiB moved no more payload than unaligned ones (paired, 20 runs:
     median 1.01×), the race's total time did not move (median 18 s both ways), and fillers
     cost 2.8% of the log; a lone producer would pad every message to 4 KiB.  Try it where
-    rewriting a partial page costs (seed 003's cloud SSD)."""
+    rewriting a partial page costs (the race's cloud SSD)."""
 
     checkpoint_interval_ms: int = 1000
     """How often the flush service persists the checkpoint after a flush moved it."""
@@ -247,14 +247,14 @@ class StoreConfig:
     into the consume queue (dispatch lags by about one 1 ms pass; 1 s means it is stalled)."""
 
     read_cache_enabled: bool = False
-    """Keep appended data (and prefetched ranges) in memory for `get_range` (seed 003)."""
+    """Keep appended data (and prefetched ranges) in memory for `get_range` (the race API)."""
 
     read_cache_capacity_bytes: int = 64 * MIB
     """Bound on the cache's blocks, free or in use: 64 MiB holds ~7,500 race messages of
     8.7 KiB (the mean of 100 B–17 KiB), about a second of appends at this disk's sync rate."""
 
     read_cache_size_classes_bytes: tuple[int, ...] = (1024, 3584, 7168, 10752, 14336, 17920)
-    """Block sizes, ascending: a small class, then seed 003's 17 KiB range in five 3.5 KiB
+    """Block sizes, ascending: a small class, then the race's 17 KiB range in five 3.5 KiB
     steps.  Data larger than the last class is not cached."""
 
     read_cache_prefetch_enabled: bool = True

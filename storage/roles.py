@@ -10,7 +10,7 @@
 |               |                                        | follower is within                      |
 |               |                                        | `replication_lag_bytes_max`             |
 | follower      | refused (SERVICE_NOT_AVAILABLE)        | —: it appends the master's bytes as     |
-|               |                                        | they are (`MessageStore.append_raw`)    |
+|               |                                        | they are (`replication.append_raw`)     |
 
 The network side (who connects where) is the writer service's (services/writer/replication_*).
 """

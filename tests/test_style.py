@@ -1,4 +1,4 @@
-"""STYLE rule 9, enforced: functions stay at or under 70 lines, files at or under 400.
+"""The length rule, enforced: functions stay at or under 70 lines, files at or under 400.
 
 A file or function that must be longer is named in the allowlists below with the reason, so
 an exception is visible in review rather than silent.

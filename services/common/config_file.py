@@ -169,7 +169,7 @@ class NotifierSettings(ServiceSettings):
     per queue made every message cost a whole queue read."""
 
     refresh_interval_ms: int = 1_000
-    """How often the follower re-reads `dispatched` and `positions` and lists the queues: new
+    """How often the store view re-reads `dispatched` and `positions` and lists the queues: new
     queues, files retention deleted, and (while the stream is down) new data."""
 
     notice_silence_max_ms: int = 5_000

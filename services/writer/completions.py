@@ -6,7 +6,7 @@ costs a concurrent future (a condition variable), a chained asyncio future and o
 `call_soon_threadsafe` (a self-pipe write) per put.  Here the thread appends (future, value)
 to a list and wakes the loop only when the list was empty: a group of 64 puts costs one
 wakeup, and the loop completes all 64 in one callback.  Measured in `bench/append.py`
-(64 asyncio producers, sync flush): see the README's benchmark table.
+(64 asyncio producers, sync flush): see docs/benchmarks/engine-append.md.
 """
 
 from __future__ import annotations

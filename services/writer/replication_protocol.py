@@ -1,4 +1,4 @@
-"""The replication wire format: RocketMQ's HA protocol (spec §7.1), big-endian, over TCP.
+"""The replication wire format: RocketMQ's HA protocol (`HAConnection`), big-endian, over TCP.
 
 Follower → master, a stream of reports, each 8 bytes:
 

@@ -1,7 +1,7 @@
 """Dispatch (RocketMQ's reput): tail the commit log and build consume queues and the index.
 
-One pass reads every whole record from `dispatched_position` up to the readable end it is given,
-and for each:
+One pass reads every whole record from `dispatched_position` up to the committed position it
+is given, and for each:
 
     message (NOT/COMMIT)  → consume queue entry (topic, queue id) at its QUEUEOFFSET
                           → index: topic#UNIQ_KEY and topic#key for each KEYS entry
@@ -19,7 +19,7 @@ A queue hole with no damage seen before it is a bug, and stops dispatch
 Duplicates are ignored by the consume queues, so re-dispatching a range is safe (abnormal
 recovery does it).  After each pass the listener gets one batched notice: the next offset of
 every queue that advanced.  The dispatcher reads through a `CommitLogReader` and is told the
-readable end, so it works the same inside the writer's process and in a separate indexer
+committed position, so it works the same inside the writer's process and in a separate indexer
 process that reads the position the writer publishes.
 """
 
@@ -68,7 +68,8 @@ def _tags_code(tags: str) -> int:
 
 
 class DispatchCorruptError(StoreError):
-    """A record below the readable end failed validation: dispatch stops rather than skip."""
+    """A record below the committed position failed validation: dispatch stops rather than
+    skip."""
 
 
 class IndexBuilder(Protocol):

@@ -12,7 +12,7 @@ Entry layout (RocketMQ `ConsumeQueue`, big-endian):
 
 Entry n of the queue (its queue offset n) is at byte n*20 of the queue, so at position
 n*20 % file_size of the file named (n*20 - n*20 % file_size).  Entries are written through
-the mapping (seed 002 part J: RocketMQ's FileChannel writes capped consume rates at 600
+the mapping (RocketMQ issue #3585 part J: its FileChannel writes capped consume rates at 600
 queues), and read in bulk through a numpy structured view.
 """
 

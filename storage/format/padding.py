@@ -1,9 +1,10 @@
 """Group-commit padding: the filler record that ends a sync group on an alignment boundary.
 
-Seed 003 pads every group write to the next 4 KiB before its fdatasync, so that a sync never
-leaves a half-written page that the next sync writes again.  With `group_commit_align_bytes`
-set, the group commit does the same: before each sync, under the put lock, the commit log
-appends one filler record that ends exactly on the next boundary.
+The race design this follows (the 2021 Tianchi race) pads every group write to the next
+4 KiB before its fdatasync, so that a sync never leaves a half-written page that the next
+sync writes again.  With `group_commit_align_bytes` set, the group commit does the same:
+before each sync, under the put lock, the commit log appends one filler record that ends
+exactly on the next boundary.
 
 The filler is a valid RocketMQ record (v1, the store's host as born and store host):
 

@@ -169,7 +169,7 @@ LAYOUTS: dict[tuple[bool, bool, bool], RecordLayout] = {
     for born_v6 in (False, True) for store_v6 in (False, True) for v2 in (False, True)
 }
 _V4 = LAYOUTS[False, False, False]
-assert _V4.head.size == 88, "v1 IPv4 head through BODYLEN is 88 bytes (spec §1.1: body @88)"
+assert _V4.head.size == 88, "v1 IPv4 head through BODYLEN is 88 bytes (the body starts @88)"
 assert _V4.offsets["store_timestamp_ms"] == 56
 assert _V4.offsets["queue_offset"] == 20
 assert _V4.offsets["physical_offset"] == 28

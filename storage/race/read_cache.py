@@ -1,10 +1,10 @@
-"""`ReadCache`: hot data for `get_range`, in memory blocks pooled by size class (seed 003).
+"""`ReadCache`: hot data for `get_range`, in memory blocks pooled by size class (the race API).
 
 An entry is one message's data for (topic, queue id, queue offset), copied into a block: a
 preallocated `bytearray` of the smallest size class that holds it (data larger than the last
 class is not cached).  `append` adds what it made durable; a prefetch adds the range after the
-one a reader just read; `take` hands entries out once (the seed's read-once cache: a reader
-moves forward, so what it read is not read again) and drops the queue's entries below the
+one a reader just read; `take` hands entries out once (a read-once cache, as in the race: a
+reader moves forward, so what it read is not read again) and drops the queue's entries below the
 offset it was asked for, which that reader has moved past.
 
 Memory is bounded by `capacity_bytes` counted in blocks, free or in use, never above it.
@@ -16,11 +16,11 @@ new one is allocated.  When a block of class c is needed:
     3. drop a free block of another class (the largest first), then try 2 again
     4. evict the oldest entry (insertion order), block to its free list, then try 1 again
 
-Step 3 comes before 4, unlike seed 003's order, which evicts first: a free block holds no
-data, so dropping it costs no hit, while evicting an entry may cost one (a reader that
-freed many small blocks must not make a large append evict live entries).  The capacity
-holds at least one block of the largest class (checked in `StoreConfig`), so 1–4 always
-end with a block.
+Step 3 comes before 4, unlike the race design this cache follows, which evicts first: a free
+block holds no data, so dropping it costs no hit, while evicting an entry may cost one (a reader
+that freed many small blocks must not make a large append evict live entries).  The capacity
+holds at least one block of the largest class (checked in `StoreConfig`), so 1–4 always end with
+a block.
 
 Thread-safe: one lock around every operation (each is a dict lookup and a <= 17.5 KiB copy).
 `PrefetchService` is the one background thread that loads ranges into the cache.

@@ -1,4 +1,4 @@
-"""The race API of the 2021 Tianchi race (spec §12): `append` and `get_range` on top of
+"""The race API of the 2021 Tianchi race: `append` and `get_range` on top of
 `put` and `get`, as an opt-in wrapper around a `MessageStore`:
 
     with RaceStore.open("./data", StoreConfig(flush_mode=FlushMode.SYNC)) as race:

@@ -1,6 +1,6 @@
 """Reads: `get` by queue offset with RocketMQ's pull statuses, and lookups by time and key.
 
-`get` (spec §10.2), with min/max the queue's offsets (max exclusive):
+`get` (RocketMQ `DefaultMessageStore.getMessage`), with min/max the queue's offsets (max exclusive):
 
 | case                          | status                 | next_offset               |
 |-------------------------------|------------------------|---------------------------|

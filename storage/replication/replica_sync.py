@@ -13,7 +13,7 @@ RocketMQ keeps `push2SlaveMaxOffset` (the highest position any slave confirmed) 
   at once when no connected follower is within `replication_lag_bytes_max` of its end;
   otherwise wait.  With the pool on, the sender commits on demand before it reads
   (replication.py), so a waiting put is readable at once, not after the commit service's
-  16 KiB or 200 ms (seed 004, RocketMQ #1372), with one commit for all the puts since.
+  16 KiB or 200 ms (RocketMQ issue #1372), with one commit for all the puts since.
 
 A follower's confirmation means its process holds the bytes (appended to its mapped segments,
 synced by its own flush policy), as a RocketMQ slave's reported offset does.

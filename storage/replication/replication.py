@@ -49,7 +49,8 @@ class Replication:
                                 else None)
         """Sync master with the pool: every put waits for a follower, so whoever reads for
         the followers commits on demand first: once for all the puts since its last read,
-        instead of after the commit service's 16 KiB or 200 ms (the cliff of seed 004)."""
+        instead of after the commit service's 16 KiB or 200 ms (the cliff of RocketMQ issue
+        #1372)."""
 
     # -- master --------------------------------------------------------------------------
     def read_log(self, position: int, *, size_bytes_max: int) -> bytes:

@@ -1,4 +1,4 @@
-"""STYLE rule 9 for pipeline/ too (tests/test_style.py checks the other folders), and the
+"""The length rule for pipeline/ too (tests/test_style.py checks the other folders), and the
 layering the pipeline relies on: the `mqstore` command line must not import pyspark."""
 
 from __future__ import annotations

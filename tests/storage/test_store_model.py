@@ -78,10 +78,11 @@ BODY_BYTES_MAX = 3000
 QUEUE_ENTRIES_PER_FILE = 64
 """Small consume queue files so that they roll and `get`'s scan window meets their ends."""
 RECORD_FIXED_BYTES = 91
-"""v1 record with IPv4 hosts: every field but body, topic and properties (record.py)."""
+"""v1 record with IPv4 hosts: every field but body, topic and properties
+(storage/format/record.py)."""
 BLANK_RESERVE_BYTES = 8
 SCAN_ENTRIES_MIN = 800
-"""`get` scans at least 16,000 bytes of consume queue (reads.SCAN_BYTES_MIN / 20)."""
+"""`get` scans at least 16,000 bytes of consume queue (get.SCAN_BYTES_MIN / 20)."""
 SETTLE_TIMEOUT_S = 10.0
 FREEZE_SWITCH_INTERVAL_S = 1.0
 
@@ -204,7 +205,7 @@ class ExpectedGet:
 
 def expected_get(queue: list[Record], offset: int, max_messages: int,
                  tags: Sequence[str] | None, config: StoreConfig) -> ExpectedGet:
-    """The status table of reads.py, for a queue whose offsets are [0, len(queue))."""
+    """The status table of storage/reads/get.py, for a queue whose offsets are [0, len(queue))."""
     size = len(queue)
     if size == 0:
         return ExpectedGet(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0, [])

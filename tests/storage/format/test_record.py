@@ -1,4 +1,5 @@
-"""The record codec against spec §1: every layout round-trips, offsets match the table."""
+"""The record codec against its layout (docs/on-disk-format.md): every layout round-trips,
+offsets match the table."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The engine's side of replication, without sockets: `read_log` on a master, `append_raw` on a
 follower, and the sync master's acknowledgements (storage/replication/replication.py and
-replica_sync.py)."""
+storage/replication/replica_sync.py)."""
 
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ def test_sync_master_times_out_then_confirms(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("flush_mode", [FlushMode.ASYNC, FlushMode.SYNC])
 def test_sync_master_with_pool_commits_on_demand(tmp_path: Path, flush_mode: FlushMode) -> None:
-    """Seed 004: the bytes must be readable (committed) as soon as a producer waits, not
+    """RocketMQ issue #1372: the bytes must be readable (committed) as soon as a producer waits, not
     after the commit service's 16 KiB / 200 ms (here set to 4 MiB / 60 s): the sender's read
     commits on demand."""
     with sync_master(tmp_path, pool_enabled=True, flush_mode=flush_mode,
