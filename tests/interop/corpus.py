@@ -2,7 +2,8 @@
 view of a message for both sides (RocketMQ's JSON and mqstore's `StoredMessage`).
 
 Shared by the record-level tests (`test_rocketmq_interop.py`), the whole-store tests
-(`test_whole_store.py`) and the killed writer (`writer_child.py`).
+(`test_mqstore_store_in_rocketmq.py`, `test_rocketmq_store_in_mqstore.py`) and the killed
+writer (`writer_child.py`).
 """
 
 from __future__ import annotations
