@@ -283,6 +283,12 @@ class Indexer:
         return self.dispatcher.dispatched_position
 
     @property
+    def queue_time_unrecorded(self) -> bool:
+        """Dispatch covered a record, but the checkpoint holds no queue time yet."""
+        return (self._checkpoint.values.logics_msg_timestamp_ms == 0
+                and self.dispatcher.last_store_timestamp_ms > 0)
+
+    @property
     def dispatch_behind_bytes(self) -> int:
         """Committed log bytes not yet in the consume queues and the index."""
         bounds = self._source.bounds()
@@ -351,8 +357,10 @@ class _OwnFiles(NamedTuple):
 class QueueSyncService(ServiceThread):
     """RocketMQ `FlushConsumeQueueService`: `Indexer.sync` every `queue_flush_interval_ms`,
     thoroughly every `queue_flush_thorough_interval_ms`, and thoroughly when stopping.  The
-    first pass is thorough too: after an open (a crash, say) the checkpoint's queue and
-    index times are current within a second, not after the thorough interval."""
+    first pass is thorough too, and so is every pass while the checkpoint has no queue time
+    yet but dispatch has covered a record: a fresh store's checkpoint, or one a crash left,
+    gets its queue and index times within `queue_flush_interval_ms`, not after the thorough
+    interval (recovery after a crash starts from those times)."""
 
     name = "queue-sync"
 
@@ -366,7 +374,7 @@ class QueueSyncService(ServiceThread):
         self.wait_for_running(config.queue_flush_interval_ms)
         now_s = time.monotonic()
         thorough = (now_s - self._last_thorough_s) * 1000 >= \
-            config.queue_flush_thorough_interval_ms
+            config.queue_flush_thorough_interval_ms or self._indexer.queue_time_unrecorded
         self._indexer.sync(thorough=thorough)
         if thorough:
             self._last_thorough_s = now_s

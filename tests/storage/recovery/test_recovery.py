@@ -20,10 +20,11 @@ from mqstore.storage import (
     MessageStore,
     PutResult,
     RecoveryMode,
+    StoreConfig,
     StoreFormatError,
     StoreLockedError,
 )
-from mqstore.storage.files.checkpoint import CheckpointValues, encode_checkpoint
+from mqstore.storage.files.checkpoint import CheckpointValues, encode_checkpoint, read_checkpoint
 from mqstore.storage.recovery.recovery import plan_recovery
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
@@ -217,13 +218,24 @@ def test_second_writer_in_another_process_is_refused(store_dir: Path) -> None:
     assert "pid=" in outcome.stdout
 
 
-def test_segment_of_the_wrong_size_is_refused(store_dir: Path) -> None:
+def test_segments_written_with_another_size_are_refused_naming_the_setting(
+        store_dir: Path) -> None:
+    _fill(store_dir, 10)
+    with pytest.raises(StoreFormatError, match="segment_size_bytes is 32768"):
+        MessageStore.open(store_dir, StoreConfig.for_small_segments(SMALL_SEGMENT_BYTES // 2))
+
+
+def test_a_short_segment_is_extended_and_reported_not_refused(store_dir: Path) -> None:
+    """A power loss (or a cut) left the segment short: zeros where its records were are
+    damage, reported; the store opens."""
     _fill(store_dir, 10)
     segment = store_dir / "commitlog" / f"{0:020d}"
     with segment.open("r+b") as file:
-        file.truncate(SMALL_SEGMENT_BYTES // 2)
-    with pytest.raises(StoreFormatError, match="segment_size_bytes"):
-        MessageStore.open(store_dir, small_config())
+        file.truncate(4096)
+    with MessageStore.open(store_dir, small_config()) as store:
+        assert segment.stat().st_size == SMALL_SEGMENT_BYTES
+        reasons = [damage.reason for damage in store.recovery_report.damage]
+        assert any("was 4096 bytes long" in reason for reason in reasons), reasons
 
 
 def test_checkpoint_has_rocketmq_layout(store_dir: Path) -> None:
@@ -293,3 +305,27 @@ def test_lost_queues_or_index_are_rebuilt_from_the_log(store_dir: Path, lost: st
     assert [m.body for m in found] == [bytes([17]) * 700]
     assert store.next_queue_offset("R", 1) == len([i for i in range(200) if i % 3 == 1])
     store.close()
+
+
+def test_the_checkpoint_is_current_while_the_store_runs(store_dir: Path) -> None:
+    """What a kill -9 or a power loss would leave: a fresh async store writes its checkpoint
+    at open, and the queues' and the index's times reach it at the first queue sync, not
+    only at the first thorough one (`queue_flush_thorough_interval_ms`, 60 s)."""
+    config = small_config(flush_interval_ms=20, flush_pages_min=0, queue_flush_interval_ms=20,
+                          checkpoint_interval_ms=20)
+    assert config.queue_flush_thorough_interval_ms == 60_000
+    with MessageStore.open(store_dir, config) as store:
+        values, state = read_checkpoint(store_dir / "checkpoint")
+        assert state is CheckpointState.VALID, "written at open"
+        results = store.put_batch([Message("C", 0, b"c", keys=(f"k{i}",)) for i in range(50)])
+        last_ms = results[-1].store_timestamp_ms
+        deadline = time.monotonic() + 10
+        while True:
+            values, state = read_checkpoint(store_dir / "checkpoint")
+            if min(values.physic_msg_timestamp_ms, values.logics_msg_timestamp_ms,
+                   values.index_msg_timestamp_ms) >= last_ms:
+                break
+            assert time.monotonic() < deadline, values
+            time.sleep(0.01)
+        assert state is CheckpointState.VALID
+        assert values.master_flushed_offset == store.written_position
