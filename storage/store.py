@@ -261,6 +261,11 @@ class MessageStore:
         """Committed commit log bytes not yet in the consume queues and the index."""
         return max(0, self.committed_position - self.dispatched_position)
 
+    @property
+    def dispatch_stalled_reason(self) -> str | None:
+        """Why the embedded indexer waits to dispatch (a full disk: it retries), or None."""
+        return self._indexer.stalled_reason if self._indexer is not None else None
+
     def wait_dispatched(self, *, timeout_ms: int) -> bool:
         """Wait until everything committed now is dispatched (the consume queues and the
         index hold it); False if it was not within `timeout_ms`.  Reads right after a put

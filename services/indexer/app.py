@@ -105,6 +105,7 @@ def _status(indexer: Indexer) -> dict[str, object]:
         "writer_generation": indexer.writer_generation,
         "writer_committed_position": published["committed_position"] if published else None,
         "failure": indexer.failure,
+        "stalled_reason": indexer.stalled_reason,
     }
 
 
@@ -118,6 +119,10 @@ def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
         GaugeSpec("mqstore_dispatch_synced_position_bytes",
                   "Commit log position below which consume queues are synced.",
                   lambda: indexer.synced_position),
+        GaugeSpec("mqstore_dispatch_stalled",
+                  "1 while dispatch waits for disk space to create a consume queue or index "
+                  "file (it retries; the reason is in /v1/status).",
+                  lambda: int(indexer.stalled_reason is not None)),
         GaugeSpec("mqstore_consume_queues", "Consume queues in the store.",
                   lambda: sum(1 for _ in indexer.queues)),
         CounterSpec("mqstore_dispatch_damaged_ranges_total",

@@ -9,7 +9,8 @@ from mqstore.services.common import openapi
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["dispatched_position", "synced_position", "dispatch_behind_bytes",
-                 "writer_generation", "writer_committed_position", "failure"],
+                 "writer_generation", "writer_committed_position", "failure",
+                 "stalled_reason"],
     "properties": {
         "dispatched_position": {"type": "integer"},
         "synced_position": {"type": "integer", "description":
@@ -18,6 +19,8 @@ STATUS_SCHEMA: dict[str, Any] = {
         "writer_generation": {"type": "integer"},
         "writer_committed_position": {"type": ["integer", "null"]},
         "failure": {"type": ["string", "null"]},
+        "stalled_reason": {"type": ["string", "null"], "description":
+                           "Why dispatch waits (no disk space for a new file; it retries)."},
     },
 }
 

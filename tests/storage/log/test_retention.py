@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import time
 from pathlib import Path
@@ -10,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import ConfigError, GetStatus, Message, MessageStore, PutStatus
+from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files import index_file
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
+from tests.storage.dispatch import split_helpers
 
 DAY_S = 24 * 3600
 NOT_A_DELETE_HOUR = datetime.datetime(2026, 11, 21, 13, 0)
@@ -111,3 +115,73 @@ def test_the_active_segment_is_never_deleted(store_dir: Path) -> None:
 def test_bad_retention_settings(overrides: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         small_config(**overrides)
+
+
+def _no_space(*args: object, **kwargs: object) -> object:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _put_until_segments(store: MessageStore, count: int) -> list[str]:
+    keys = []
+    while store.segment_count < count or store.written_position % SMALL_SEGMENT_BYTES < 4096:
+        key = f"k{len(keys)}"
+        assert store.put(Message("R", len(keys) % 2, b"r" * 3000, keys=(key,))).ok
+        keys.append(key)
+    return keys
+
+
+def test_a_full_disk_stalls_dispatch_retention_keeps_what_it_lacks_and_it_resumes(
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC creating an index file stalls the embedded indexer; the disk is over the force
+    ratio, yet retention deletes no segment dispatch has not passed; with room again
+    dispatch resumes and every message is in its queue and the index."""
+    config = _config(index_count_max=64, dispatch_retry_interval_ms=20)
+    with MessageStore.open(store_dir, config) as store:  # type: ignore[arg-type]
+        monkeypatch.setattr(index_file, "_prepare", _no_space)
+        keys = _put_until_segments(store, 5)
+        deadline = time.monotonic() + 10
+        while store.dispatch_stalled_reason is None:
+            assert time.monotonic() < deadline, "dispatch never stalled"
+            time.sleep(0.005)
+        assert "No space left on device" in store.dispatch_stalled_reason
+        time.sleep(0.1)  # a few more retries
+        stalled_at = store.dispatched_position
+        assert stalled_at < SMALL_SEGMENT_BYTES, "stalled in the first segment"
+        store._wiring.retention._disk_usage = lambda path: 0.99
+        assert store._wiring.retention.clean(now=A_DELETE_HOUR) == []
+        assert store.min_position == 0
+
+        monkeypatch.undo()
+        assert store.wait_dispatched(timeout_ms=20_000)
+        assert store.dispatch_stalled_reason is None
+        next_offsets = {0: 0, 1: 0}
+        for index, key in enumerate(keys):
+            queue_id = index % 2
+            with store.get("R", queue_id, next_offsets[queue_id], 1) as result:
+                assert result.status is GetStatus.FOUND, (key, result.status, result.reason)
+                assert result.messages[0].keys == (key,)
+            next_offsets[queue_id] += 1
+            assert [m.keys for m in store.query_by_key("R", key)] == [(key,)]
+        removed = store._wiring.retention.clean(now=A_DELETE_HOUR)
+        assert removed, "dispatched now: the force ratio deletes"
+
+
+def test_a_split_writer_keeps_every_segment_no_indexer_dispatched(store_dir: Path) -> None:
+    """The writer of a split deployment, with no indexer process yet: `dispatched` says
+    nothing was dispatched, so even a full disk deletes no segment (writes are refused
+    instead); once an indexer dispatched them, they go."""
+    writer = split_helpers.writer_config(clean_interval_ms=3_600_000, flush_interval_ms=10,
+                                         flush_pages_min=0)
+    with MessageStore.open(store_dir, writer) as store:
+        _put_until_segments(store, 4)
+        time.sleep(0.05)
+        store._wiring.retention._disk_usage = lambda path: 0.99
+        assert store._wiring.retention.clean(now=A_DELETE_HOUR) == []
+        assert store.put(Message("R", 0, b"refused")).status is PutStatus.SERVICE_NOT_AVAILABLE
+        with Indexer.open(store_dir, split_helpers.indexer_config()) as indexer:
+            split_helpers.wait_dispatched(indexer, store.committed_position)
+            indexer.sync(thorough=True)  # publishes `dispatched`
+            removed = store._wiring.retention.clean(now=A_DELETE_HOUR)
+            assert removed
+            assert all(segment.end_position <= indexer.dispatched_position
+                       for segment in removed)
