@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 
 QueueOffsets = dict[tuple[str, int], int]
 
+TAIL_PROBE_BYTES = 8192
+"""After a clean close, the bytes past the recorded end that must be zeros before recovery
+trusts that nothing follows it (two pages: cheap, and any record torn there starts in them)."""
+
 
 class RecoveryMode(enum.Enum):
     EMPTY = "empty"
@@ -221,9 +225,12 @@ class _LogScan:
         start, size = segment.start_position, segment.size_bytes
         report = self._report
         if (report.mode is RecoveryMode.NORMAL and report.durable_position == start + position
-                and index + 1 >= self._holding):
-            # A clean close recorded exactly this end: nothing was written after it, and the
-            # (costly, a page at a time) search for written bytes is not needed.
+                and index + 1 >= self._holding
+                and not any(segment.mapping[position:position + TAIL_PROBE_BYTES])):
+            # A clean close recorded exactly this end and the bytes after it are zeros:
+            # nothing was written after it, and the (costly, a page at a time) search for
+            # written bytes is not needed.  Bytes there (a copy torn by damage, garbage) get
+            # the search, and are zeroed by the cut.
             return None, position
         written_end = last_nonzero_end(segment.mapping, position)
         found = None

@@ -256,6 +256,12 @@ def test_damage(tmp_path: Path, kind: str, ending: str, mode: str,
     if kind in ("truncated-segment", "missing-segment"):  # repaired at load: always told
         assert report.damage, f"recovery did not report {kind}"
     assert report.truncated_bytes <= 4 * 64 + 70, "recovery cut more than a tail"
+    if kind in ("torn-tail", "garbage-tail"):  # cut and zeroed, after a clean close too
+        assert report.truncated_bytes > 0
+        path, at = _segment(directory, acked[-1].end)
+        with path.open("rb") as file:
+            file.seek(at)
+            assert not any(file.read(4 * 64 + 70)), "the cut tail was not zeroed"
     for message in acked:
         topic, queue_id = message.key
         with reader.get(topic, queue_id, message.queue_offset) as pulled:
