@@ -6,8 +6,9 @@ messages, in the same run and the same Spark session.
 2. Export them once to Parquet with the data source (every column, snappy), so both scans
    see exactly the same rows and columns.
 3. Time full scans materialised with the `noop` sink (every column is produced, nothing is
-   written): data source, then Parquet, alternately, after one warm-up of each; `--runs`
-   times.  Medians and min–max are printed, with the ratio data source / Parquet.
+   written): the data source, the data source with `verifyCrc` (each body's CRC checked),
+   then Parquet, in turn, after one warm-up of each; `--runs` times.  Medians and min–max
+   are printed, with the ratios to Parquet and what `verifyCrc` costs.
 
     .venv/bin/python bench/spark_read.py                    # 1,000,000 messages, 3 runs
     .venv/bin/python bench/spark_read.py --messages 200000 --runs 2
@@ -88,26 +89,29 @@ def run(arguments: argparse.Namespace, scratch: Path) -> int:
         "spark.driver.memory": "2g"})
     spark.sparkContext.setLogLevel("ERROR")
     source = spark.read.format("mqstore").load(str(store))
+    checked = spark.read.format("mqstore").option("verifyCrc", "true").load(str(store))
     source.write.parquet(str(parquet))
     native = spark.read.parquet(str(parquet))
     rows = native.count()
     assert rows == arguments.messages == source.count(), "the two scans must see the same rows"
     print(f"partitions: data source {source.rdd.getNumPartitions()}, parquet "
           f"{native.rdd.getNumPartitions()}", flush=True)
-    timed_scan(source)
-    timed_scan(native)
-    times: dict[str, list[float]] = {"data source": [], "parquet": []}
+    frames = {"data source": source, "verifyCrc": checked, "parquet": native}
+    for frame in frames.values():
+        timed_scan(frame)
+    times: dict[str, list[float]] = {name: [] for name in frames}
     for run_number in range(arguments.runs):
-        times["data source"].append(timed_scan(source))
-        times["parquet"].append(timed_scan(native))
-        print(f"run {run_number + 1}: data source {times['data source'][-1]:.2f} s, parquet "
-              f"{times['parquet'][-1]:.2f} s", flush=True)
+        for name, frame in frames.items():
+            times[name].append(timed_scan(frame))
+        listed = ", ".join(f"{name} {values[-1]:.2f} s" for name, values in times.items())
+        print(f"run {run_number + 1}: {listed}", flush=True)
     rates = {name: [rows / t for t in values] for name, values in times.items()}
     for name, values in rates.items():
         print(f"{name:>12}: median {statistics.median(values):>12,.0f} rows/s "
               f"(min {min(values):,.0f}, max {max(values):,.0f}) over {len(values)} runs")
-    ratio = statistics.median(rates["data source"]) / statistics.median(rates["parquet"])
-    print(f"data source / parquet (medians): {ratio:.2f}")
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    print(f"data source / parquet (medians): {medians['data source'] / medians['parquet']:.2f}")
+    print(f"verifyCrc / data source (medians): {medians['verifyCrc'] / medians['data source']:.2f}")
     spark.stop()
     return 0
 

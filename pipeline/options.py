@@ -16,7 +16,8 @@ selection.
 | storeTimestampEndMs     | none      | end store time, ms since the epoch (exclusive)            |
 | onCorruptRecord         | fail      | `fail`: the query fails naming the offset; `skip`: the    |
 |                         |           | record is dropped and logged with its offset              |
-| verifyCrc               | false     | also check every body's CRC                               |
+| verifyCrc               | true      | also check every body's CRC (docs/benchmarks/spark.md:    |
+|                         |           | its cost is within the noise of a scan)                   |
 | maxPartitionBytes       | 128 MiB   | a segment larger than this is split into record-aligned   |
 |                         |           | ranges of about this size (one input partition each)      |
 | batchRows               | 10000     | rows per Arrow record batch handed to Spark               |
@@ -75,7 +76,7 @@ class ReadOptions:
     directory: str
     selection: Selection
     on_corrupt: OnCorrupt = OnCorrupt.FAIL
-    verify_crc: bool = False
+    verify_crc: bool = True
     max_partition_bytes: int = MAX_PARTITION_BYTES_DEFAULT
     batch_rows: int = BATCH_ROWS_DEFAULT
 
@@ -97,7 +98,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     return ReadOptions(
         directory=directory, selection=selection,
         on_corrupt=_choice(lowered, "onCorruptRecord", OnCorrupt, OnCorrupt.FAIL),
-        verify_crc=_bool(lowered, "verifyCrc", default=False),
+        verify_crc=_bool(lowered, "verifyCrc", default=True),
         max_partition_bytes=_int(lowered, "maxPartitionBytes", MAX_PARTITION_BYTES_DEFAULT,
                                  minimum=4096),
         batch_rows=_int(lowered, "batchRows", BATCH_ROWS_DEFAULT, minimum=1,
