@@ -3,8 +3,12 @@ only: the indexer learns everything from `positions` and the commit log)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import shutil
 from pathlib import Path
+
+import pytest
 
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
@@ -69,6 +73,32 @@ def test_writer_without_any_indexer_scans_the_log_for_offsets(store_dir: Path) -
             _produce(writer, 200, rng)
     assert not (store_dir / "dispatched").exists()
     log_records(store_dir)  # queue offsets continue across reopens
+
+
+@pytest.mark.parametrize("first", ["writer", "indexer"])
+def test_queue_offsets_are_right_whichever_starts_first_after_the_queues_are_lost(
+        store_dir: Path, first: str) -> None:
+    """The two containers of a pod start in no set order.  With `consumequeue/` deleted,
+    neither a writer that starts before the indexer rebuilt it nor one that starts after
+    reuses a queue offset: the writer counts from its own snapshot (`queue-offsets`)."""
+    rng = random.Random(5)
+    with MessageStore.open(store_dir, writer_config()) as writer, \
+            Indexer.open(store_dir, indexer_config()) as indexer:
+        _produce(writer, 600, rng)
+        wait_dispatched(indexer, writer.committed_position)
+    shutil.rmtree(store_dir / "consumequeue")
+    with contextlib.ExitStack() as stack:
+        if first == "indexer":
+            indexer = stack.enter_context(Indexer.open(store_dir, indexer_config()))
+            writer = stack.enter_context(MessageStore.open(store_dir, writer_config()))
+        else:
+            writer = stack.enter_context(MessageStore.open(store_dir, writer_config()))
+            indexer = stack.enter_context(Indexer.open(store_dir, indexer_config()))
+        _produce(writer, 300, rng, key_prefix="after")
+        wait_dispatched(indexer, writer.committed_position)
+    expected = log_records(store_dir)  # asserts queue offsets 0, 1, 2, ... per queue
+    assert sum(map(len, expected.values())) == 900
+    assert queue_entries(store_dir) == expected
 
 
 def test_new_writer_generation_below_dispatch_cuts_the_queues(store_dir: Path) -> None:
