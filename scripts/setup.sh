@@ -18,6 +18,8 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # Prometheus and promtool: the observability test scrapes the services with a real Prometheus
 # and checks the chart's alert rules with promtool (Debian's package ships both).
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
+# fusermount3: the power-loss test mounts lossyfs, its FUSE file system (tests/powerloss/).
+command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
 if ((${#missing[@]})); then
     echo "setup: installing Debian packages: ${missing[*]}"
     apt-get update -q

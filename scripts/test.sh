@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test, as CI runs it: set up, lint, type-check, check the layers, run pytest, then
+# Every test, as CI runs it: set up, lint, type-check, check the layers, build and test
+# lossyfs (the power-loss test's file system, tests/powerloss/), run pytest, then
 # the e2e suite against a real kube-apiserver (built into .cache/e2e on first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,9 @@ bash scripts/setup.sh
 echo "== ruff";        .venv/bin/ruff check .
 echo "== mypy";        .venv/bin/mypy -p mqstore.storage -p mqstore.services -p mqstore.client -p mqstore.operator -p mqstore.pipeline
 echo "== layers";      .venv/bin/lint-imports
+# lossyfs, the power-loss test's FUSE file system: go vet, its Go tests, and the build (cached
+# in .cache/lossyfs/ by a hash of its sources), outside any test's timeout.  No Go fails CI.
+echo "== lossyfs";     bash scripts/build-lossyfs.sh --check
 echo "== pytest";      .venv/bin/pytest "$@"
 # The control plane's binaries are built here, outside any test's timeout; a failed build
 # (no Go, no module proxy) fails CI.  A cold build takes minutes, a cached one nothing.
