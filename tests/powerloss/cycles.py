@@ -6,9 +6,10 @@ Each cycle, on the same backing directory (damage accumulates, as on a real mach
    last power cut) and puts, recording every acknowledged message outside the mount;
 2. after a random 0.2–2 s (settings), cut the power, then kill -9 the writer;
 3. mount again; the verifier (verifier.py) opens the store and checks every ack of every
-   cycle so far by position, consume queue and key, then CRC-scrubs the log.  On odd cycles
-   (and the last) it closes the store cleanly, on even ones it exits with the store open, so
-   the next writer recovers from a clean shutdown one cycle and from a crash the next;
+   cycle so far by position, consume queue and key, then CRC-scrubs the log.  Every other
+   cycle (settings.clean_close_every) and on the last it closes the store cleanly; otherwise
+   it exits with the store open, so the next writer recovers from a clean shutdown one cycle
+   and from a crash the next;
 4. cut the power again.
 
 After the last cycle, `mqstore verify` (the CLI) runs on the final state.  A cycle whose
@@ -89,8 +90,7 @@ class PowerLossRun:
         acks_new = len(read_acks([ack_path]))
         state = durable_manifest(self.store_backing)
         self.mount.start()
-        close = cycle % 2 == 1 or cycle == self.settings.cycle_count - 1
-        verifier = self.run_verifier(cycle, close=close)
+        verifier = self.run_verifier(cycle, close=self.settings.closes_cleanly_after(cycle))
         self.mount.cut_power()
         record = CycleRecord(cycle=cycle, run_time_s=round(run_time_s, 3),
                              writer_recovery=writer_recovery, writer_error=writer_error,

@@ -7,6 +7,10 @@
                                   the verifier re-checks every cycle       default 4000
     MQSTORE_POWERLOSS_SEED        seed of the run times and the writer's choices; printed in
                                   the summary so that a run can be repeated  default: random
+    MQSTORE_POWERLOSS_CLEAN_CLOSE_EVERY
+                                  the verifier closes the store cleanly every Nth cycle (and
+                                  the last); otherwise it exits with the store open, and the
+                                  next writer recovers from a crash.  0: never  default 2
 
 With the defaults, all four configurations take about 2–3 minutes on 2 cores.
 """
@@ -25,6 +29,7 @@ class PowerLossSettings:
     run_time_s_max: float = 2.0
     put_rate_per_s: float = 4000.0
     seed: int = 0
+    clean_close_every: int = 2
 
     @classmethod
     def from_environment(cls) -> PowerLossSettings:
@@ -34,11 +39,19 @@ class PowerLossSettings:
             run_time_s_min=float(environ.get("MQSTORE_POWERLOSS_RUN_S_MIN", cls.run_time_s_min)),
             run_time_s_max=float(environ.get("MQSTORE_POWERLOSS_RUN_S_MAX", cls.run_time_s_max)),
             put_rate_per_s=float(environ.get("MQSTORE_POWERLOSS_PUT_RATE", cls.put_rate_per_s)),
-            seed=int(environ.get("MQSTORE_POWERLOSS_SEED", random.randrange(1 << 31))))
+            seed=int(environ.get("MQSTORE_POWERLOSS_SEED", random.randrange(1 << 31))),
+            clean_close_every=int(environ.get("MQSTORE_POWERLOSS_CLEAN_CLOSE_EVERY",
+                                              cls.clean_close_every)))
         if settings.cycle_count < 1 or not 0 < settings.run_time_s_min <= settings.run_time_s_max \
-                or settings.put_rate_per_s <= 0:
+                or settings.put_rate_per_s <= 0 or settings.clean_close_every < 0:
             raise ValueError(f"bad power-loss settings: {settings}")
         return settings
+
+    def closes_cleanly_after(self, cycle: int) -> bool:
+        """Whether the verifier of `cycle` closes the store (the last cycle's always does, so
+        that `mqstore verify` sees a closed store)."""
+        every = self.clean_close_every
+        return cycle == self.cycle_count - 1 or (every > 0 and (cycle + 1) % every == 0)
 
     @property
     def test_timeout_s(self) -> int:
