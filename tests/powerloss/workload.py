@@ -35,8 +35,13 @@ class Variant:
     pool_enabled: bool
 
     def store_config(self) -> StoreConfig:
+        # Disk ratios at 1.0: retention must never delete or refuse because of how full the
+        # machine's disk is (lossyfs reports the backing file system's usage).
         return StoreConfig.for_small_segments(SEGMENT_SIZE_BYTES, flush_mode=self.flush_mode,
-                                              pool_enabled=self.pool_enabled)
+                                              pool_enabled=self.pool_enabled,
+                                              disk_max_used_ratio=1.0,
+                                              disk_clean_forcibly_ratio=1.0,
+                                              disk_warning_ratio=1.0)
 
 
 VARIANTS = (

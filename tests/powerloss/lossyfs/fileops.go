@@ -62,15 +62,20 @@ func (fs *lossyFS) Create(_ <-chan struct{}, input *fuse.CreateIn, name string,
 	if !status.Ok() {
 		return status
 	}
+	flags := input.Flags &^ syscall.O_TRUNC // a new file is empty
 	file, errno := fs.t.create(dir, name, input.Mode, input.Uid, input.Gid)
 	if errno == syscall.EEXIST && input.Flags&syscall.O_EXCL == 0 {
 		file, errno = fs.t.lookup(dir, name) // raced with another create: open it
+		flags = input.Flags
 	}
 	if errno != 0 {
 		return errnoStatus(errno)
 	}
+	if status := fs.openFile(file, flags, &out.OpenOut); !status.Ok() {
+		return status
+	}
 	fs.fillEntry(file, &out.EntryOut)
-	return fs.openFile(file, input.Flags&^syscall.O_TRUNC, &out.OpenOut)
+	return fuse.OK
 }
 
 func (fs *lossyFS) Release(_ <-chan struct{}, input *fuse.ReleaseIn) {
