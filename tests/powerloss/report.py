@@ -73,9 +73,22 @@ class CycleRecord:
         return max(0, flushed - end) if flushed is not None and end is not None else 0
 
     @property
+    def damage(self) -> list[str]:
+        """Damage either recovery reported.  lossyfs never tears a write or syncs out of
+        order, so any damage is a durable state the engine itself made inconsistent."""
+        found = []
+        for who, recovery in (("writer", self.writer_recovery),
+                              ("verifier", self.verifier.get("recovery"))):
+            for damage in (recovery or {}).get("damage", []):
+                found.append(f"{who}: [{damage['position']}, {damage['end_position']}): "
+                             f"{damage['reason']}")
+        return found
+
+    @property
     def failed(self) -> bool:
         return (not self.opened or self.lost_count > 0 or not self.verifier.get("dispatched")
-                or bool(self.verifier.get("scrub_corruptions")) or self.synced_bytes_lost > 0)
+                or bool(self.verifier.get("scrub_corruptions")) or self.synced_bytes_lost > 0
+                or bool(self.damage))
 
 
 @dataclasses.dataclass
@@ -141,7 +154,8 @@ class VariantSummary:
                          f"{verifier.get('acks_checked', 0)}; at the cut written "
                          f"{positions.get('written', '?')}, flushed "
                          f"{positions.get('flushed', '?')}; recovered end {record.recovered_end} "
-                         f"({verifier.get('recovery', {}).get('mode', 'did not open')}), scrub "
+                         f"({verifier.get('recovery', {}).get('mode', 'did not open')}), "
+                         f"damage {len(record.damage)}, scrub "
                          f"{len(verifier.get('scrub_corruptions', []))} corrupt")
             if record.failed:
                 lines.extend(f"      {line}" for line in _failure_lines(record))
@@ -160,6 +174,7 @@ def _failure_lines(record: CycleRecord) -> list[str]:
     lines.extend(f"lost {sample['ack']}: {sample['reason']}"
                  for sample in verifier.get("lost_samples", [])[:5])
     lines.extend(f"scrub: {corruption}" for corruption in verifier.get("scrub_corruptions", [])[:5])
+    lines.extend(f"recovery reported damage, {damage}" for damage in record.damage[:5])
     if not verifier.get("dispatched", True):
         lines.append("dispatch did not catch up")
     if record.synced_bytes_lost:

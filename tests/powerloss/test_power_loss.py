@@ -51,5 +51,6 @@ def test_no_acknowledged_message_is_lost_to_power_cuts(variant: Variant, lossyfs
     lost = {record.cycle: record.lost_count for record in summary.cycles if record.lost_count}
     assert not lost, f"acknowledged messages lost (cycle: count): {lost}\n{text}"
     failed = [record.cycle for record in summary.cycles if record.failed]
-    assert not failed, f"cycles failed (dispatch or scrub): {failed}\n{text}"
+    assert not failed, (f"cycles failed (dispatch, scrub, recovery damage or synced bytes "
+                        f"cut): {failed}\n{text}")
     assert summary.final_cli_verify.get("exit_code") == 0, f"mqstore verify: {text}"
