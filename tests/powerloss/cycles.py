@@ -37,6 +37,9 @@ WRITER_OPEN_TIMEOUT_S = 60.0
 """From starting the writer to its "opened" line (recovery of a 1 MiB-segment store)."""
 VERIFIER_TIMEOUT_S = 180.0
 CLI_VERIFY_TIMEOUT_S = 120.0
+EARLY_CUT_S_MAX = 0.4
+"""An early cut comes 0–0.4 s after the writer starts: its open (imports, recovery) takes
+about 0.2–0.4 s here."""
 
 
 def last_positions(path: Path) -> dict[str, int]:
@@ -85,14 +88,14 @@ class PowerLossRun:
         ack_path.touch()
         positions_path = self.logs_dir / f"positions-{cycle:04d}.txt"
         self.mount.start()
-        writer_recovery, writer_error = self.run_writer(cycle, ack_path, positions_path,
-                                                        run_time_s)
+        writer_recovery, writer_error, early_cut = self.run_writer(cycle, ack_path,
+                                                                   positions_path, run_time_s)
         acks_new = len(read_acks([ack_path]))
         state = durable_manifest(self.store_backing)
         self.mount.start()
         verifier = self.run_verifier(cycle, close=self.settings.closes_cleanly_after(cycle))
         self.mount.cut_power()
-        record = CycleRecord(cycle=cycle, run_time_s=round(run_time_s, 3),
+        record = CycleRecord(cycle=cycle, run_time_s=round(run_time_s, 3), early_cut=early_cut,
                              writer_recovery=writer_recovery, writer_error=writer_error,
                              acks_new=acks_new, positions_at_cut=last_positions(positions_path),
                              acks_total=len(read_acks(self.acks_dir.glob("acks-*.txt"))),
@@ -102,32 +105,38 @@ class PowerLossRun:
         return record
 
     def run_writer(self, cycle: int, ack_path: Path, positions_path: Path,
-                   run_time_s: float) -> tuple[dict[str, Any] | None, str]:
-        """Start the writer, let it put for run_time_s after its open, cut the power, kill -9."""
+                   run_time_s: float) -> tuple[dict[str, Any] | None, str, bool]:
+        """Start the writer, let it put for run_time_s after its open, cut the power, kill -9.
+        Returns its recovery report (None if it did not open), why not, and whether the power
+        was cut early on purpose (settings.early_cut_share: 0–EARLY_CUT_S_MAX after its start,
+        usually during its open and recovery)."""
+        early_cut = self.rng.random() < self.settings.early_cut_share
         log_path = self.logs_dir / f"writer-{cycle:04d}.log"
         with open(log_path, "w") as log:
             writer = subprocess.Popen(
                 [*module_command("tests.powerloss.writer"), self.variant.name,
                  str(self.store_dir), str(ack_path), str(positions_path), str(cycle),
-                 str(self.rng.randrange(1 << 30)),
-                 str(self.settings.put_rate_per_s)],
+                 str(self.rng.randrange(1 << 30)), str(self.settings.put_rate_per_s)],
                 cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True)
+        assert writer.stdout is not None
         try:
-            assert writer.stdout is not None
-            readable, _, _ = select.select([writer.stdout], [], [], WRITER_OPEN_TIMEOUT_S)
-            line = writer.stdout.readline() if readable else ""
-            if line.startswith("opened "):
-                time.sleep(run_time_s)
-                return json.loads(line.removeprefix("opened ")), ""
-            return None, f"said {line!r}; log: {log_path.read_text()[-3000:]}"
+            if early_cut:
+                time.sleep(self.rng.uniform(0, EARLY_CUT_S_MAX))
+            else:
+                readable, _, _ = select.select([writer.stdout], [], [], WRITER_OPEN_TIMEOUT_S)
+                if readable and writer.poll() is None:  # "opened" (or exited: no wait)
+                    time.sleep(run_time_s)
         finally:
             try:
                 self.mount.cut_power()
             finally:
                 writer.kill()
-                writer.wait()
-                if writer.stdout is not None:
-                    writer.stdout.close()
+                said, _ = writer.communicate()
+        if said.startswith("opened "):
+            return json.loads(said.splitlines()[0].removeprefix("opened ")), "", early_cut
+        if early_cut:
+            return None, "", True
+        return None, f"said {said!r}; log: {log_path.read_text()[-3000:]}", False
 
     def run_verifier(self, cycle: int, *, close: bool) -> dict[str, Any]:
         log_path = self.logs_dir / f"verifier-{cycle:04d}.log"

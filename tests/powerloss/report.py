@@ -42,6 +42,8 @@ def durable_manifest(store_dir: Path) -> dict[str, Any]:
 class CycleRecord:
     cycle: int
     run_time_s: float
+    early_cut: bool
+    """The power was cut 0–0.4 s after the writer started, maybe before it opened."""
     writer_recovery: dict[str, Any] | None
     """The writer's open (None: it did not open; writer_error says why)."""
     writer_error: str
@@ -54,8 +56,13 @@ class CycleRecord:
     """The backing directory the verifier's recovery started from (kept for failed cycles)."""
 
     @property
+    def writer_opened(self) -> bool:
+        """The writer opened the store, or the power was cut before it could (early_cut)."""
+        return self.writer_recovery is not None or (self.early_cut and not self.writer_error)
+
+    @property
     def opened(self) -> bool:
-        return self.writer_recovery is not None and bool(self.verifier.get("opened"))
+        return self.writer_opened and bool(self.verifier.get("opened"))
 
     @property
     def lost_count(self) -> int:
@@ -120,7 +127,7 @@ class VariantSummary:
     def open_failures(self) -> list[str]:
         failures = []
         for record in self.cycles:
-            if record.writer_recovery is None:
+            if not record.writer_opened:
                 failures.append(f"cycle {record.cycle} writer: {record.writer_error}")
             if not record.verifier.get("opened"):
                 failures.append(f"cycle {record.cycle} verifier: "
@@ -149,7 +156,8 @@ class VariantSummary:
             verifier = record.verifier
             status = "FAILED" if record.failed else "ok"
             positions = record.positions_at_cut
-            lines.append(f"   cycle {record.cycle:2d} {status:6s} run {record.run_time_s:4.2f} s, "
+            run = "cut early" if record.early_cut else f"run {record.run_time_s:4.2f} s"
+            lines.append(f"   cycle {record.cycle:2d} {status:6s} {run}, "
                          f"+{record.acks_new} acks, lost {record.lost_count}/"
                          f"{verifier.get('acks_checked', 0)}; at the cut written "
                          f"{positions.get('written', '?')}, flushed "
@@ -165,7 +173,7 @@ class VariantSummary:
 def _failure_lines(record: CycleRecord) -> list[str]:
     verifier = record.verifier
     lines = []
-    if record.writer_recovery is None:
+    if not record.writer_opened:
         lines.append(f"writer did not open: {record.writer_error}")
     if not verifier.get("opened"):
         lines.append(f"verifier did not open: {verifier.get('open_error')}")
