@@ -134,6 +134,13 @@ class VariantSummary:
                                 f"{record.verifier.get('open_error', record.verifier)}")
         return failures
 
+    @property
+    def failed(self) -> bool:
+        return (not self.cycles or bool(self.open_failures())
+                or len(self.cycles) < self.cycle_count_target
+                or any(record.failed for record in self.cycles)
+                or self.final_cli_verify.get("exit_code") != 0)
+
     def as_json(self) -> dict[str, Any]:
         return {"variant": self.variant, "cycle_count_target": self.cycle_count_target,
                 "seed": self.seed, "wall_time_s": round(self.wall_time_s, 1),
@@ -151,7 +158,8 @@ class VariantSummary:
                  f"acknowledged, {acks_checked} ack checks over all cycles",
                  f"   recovery modes: {self.recovery_modes()}",
                  f"   truncated bytes (writer, verifier per cycle): {self.truncated_bytes()}",
-                 f"   mqstore verify at the end: {self.final_cli_verify.get('summary', '-')}"]
+                 f"   mqstore verify at the end (exit {self.final_cli_verify.get('exit_code')}): "
+                 f"{self.final_cli_verify.get('summary', '-')}"]
         for record in self.cycles:
             verifier = record.verifier
             status = "FAILED" if record.failed else "ok"

@@ -2,15 +2,18 @@
 
 - Files recovery deletes (segments past the log's end; consume queue and index files past
   it, through the same `MappedFile.close(delete=True)`) are unlinked without a sync of their
-  directory, so a power cut brings them back.
-- A cleanly closed store whose last `recovery_segments_max` (3) segments are empty does not
-  open: normal recovery CRC-checks only those, takes the unverified segment before them as
-  full, and dispatch then finds zeros inside the log (DispatchCorruptError).  Resurrected
-  segments (above) make such a store; so does `preallocate_ahead_count=3`.
+  directory, so a power cut brings them back: a cleanly closed store then fails
+  `mqstore verify` (a consume queue file after a partial one) and its next open cuts again.
+- A cleanly closed store whose last `recovery_segments_max` (3) segments are empty did not
+  open: normal recovery CRC-checked only those, took the unverified segment before them as
+  full, and dispatch then found zeros inside the log (DispatchCorruptError).  Resurrected
+  segments (above) made such a store; so did `preallocate_ahead_count=3`.  Fixed on
+  integrity (f0c23b2: the window counts segments that hold data).
 - With `positions_publish_enabled` (the split deployment's writer; the embedded indexer then
-  publishes `dispatched` too), the watermark files are created at full size by ftruncate and
-  renamed into place without a sync; the store directory's next sync makes the name durable,
-  so a power cut leaves them at 0 bytes and the next open refuses them (StoreFormatError).
+  publishes `dispatched` too), the watermark files were created at full size by ftruncate and
+  renamed into place without a sync; the store directory's next sync made the name durable,
+  so a power cut left them at 0 bytes and the next open refused them (StoreFormatError).
+  Fixed on integrity (f0c23b2: short watermark files are made anew).
 - `MessageStore.open` creates a missing store directory without syncing its parent: a
   sync-flush PUT_OK into it is lost with the directory at a power cut.  (ext4 would keep the
   directory when the segment's fsync commits its journal; POSIX promises nothing.)
@@ -26,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage import FlushMode, Message, MessageStore, StoreConfig
+from mqstore.storage.recovery.scrub import verify_store
 from tests.powerloss.mount import LossyMount
 
 pytestmark = pytest.mark.powerloss
@@ -43,13 +47,17 @@ def _fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def _put_then_wait_for_the_cut(store_dir: Path, config_code: str) -> subprocess.Popen[str]:
-    """A process that opens the store, puts one message under sync flush, says "acked", and
-    waits (for the power cut and its kill)."""
+PUT_ONE = "assert store.put(Message('Regression', 0, b'acked')).ok\n"
+
+
+def _put_then_wait_for_the_cut(store_dir: Path, config_code: str,
+                               put_code: str = PUT_ONE) -> subprocess.Popen[str]:
+    """A process that opens the store, runs `put_code` (one put by default), says "acked",
+    and waits (for the power cut and its kill)."""
     code = ("import sys, threading\n"
             "from mqstore.storage import FlushMode, Message, MessageStore, StoreConfig\n"
             f"store = MessageStore.open({str(store_dir)!r}, {config_code})\n"
-            "assert store.put(Message('Regression', 0, b'acked')).ok\n"
+            f"{put_code}"
             "print('acked', flush=True)\n"
             "threading.Event().wait()\n")
     process = subprocess.Popen([sys.executable, "-P", "-c", code], stdout=subprocess.PIPE,
@@ -89,6 +97,38 @@ def test_segments_recovery_deletes_stay_deleted_after_a_power_cut(
     back = sorted(set(deleted) & set(os.listdir(store_dir / "commitlog")))
     assert not back, (f"recovery deleted {deleted} (the log ends at {end_position}); after a "
                       f"power cut {back} exist again: the unlink was never made durable")
+
+
+def test_consume_queue_files_recovery_deletes_stay_deleted_after_a_power_cut(
+        lossy_mount: LossyMount) -> None:
+    """500 messages closed cleanly; then 600 more under async flush that never syncs the log,
+    enough for dispatch to create the queue's second file (1024 entries a file); power cut.
+    Recovery ends the log after the 500 and deletes the second file; a clean close and a power
+    cut later, the file must still be gone and the store must verify clean."""
+    store_dir = lossy_mount.mount_point / "store"
+    store_dir.mkdir()
+    _fsync_directory(lossy_mount.mount_point)
+    never_synced = {"flush_interval_ms": 600_000, "flush_thorough_interval_ms": 600_000}
+    config = StoreConfig.for_small_segments(1 << 20, flush_mode=FlushMode.ASYNC, **never_synced)
+    config_code = (f"StoreConfig.for_small_segments(1 << 20, flush_mode=FlushMode.ASYNC, "
+                   f"**{never_synced!r})")
+    with MessageStore.open(store_dir, config) as store:
+        for sequence in range(500):
+            assert store.put(Message("Regression", 0, b"%d" % sequence)).ok
+    more = ("for sequence in range(600):\n"
+            "    assert store.put(Message('Regression', 0, b'more %d' % sequence)).ok\n"
+            "assert store.wait_dispatched(timeout_ms=10_000)\n")
+    _cut_and_kill(lossy_mount, _put_then_wait_for_the_cut(store_dir, config_code, more))
+    second = store_dir / "consumequeue" / "Regression" / "0" / f"{20 * 1024:020d}"
+    assert second.exists(), "precondition: the second queue file's name was made durable"
+    with MessageStore.open(store_dir, config) as store:
+        assert store.max_offset("Regression", 0) == 500
+    assert not second.exists(), "precondition: recovery deleted the second queue file"
+    lossy_mount.remount()
+    _, corruptions = verify_store(store_dir)
+    assert not second.exists() and not corruptions, (
+        f"after a clean close and a power cut, {second.name} (deleted at the last open) is "
+        f"back; mqstore verify: {[str(c) for c in corruptions]}")
 
 
 def test_a_clean_store_with_three_empty_segments_after_its_end_opens(tmp_path: Path) -> None:

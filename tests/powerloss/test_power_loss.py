@@ -15,6 +15,7 @@ to `.cache/powerloss/<configuration>.json`.  Knobs: tests/powerloss/settings.py.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -33,14 +34,18 @@ REPORT_DIR = REPO / ".cache" / "powerloss"
 @pytest.mark.timeout(SETTINGS.test_timeout_s)
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda variant: variant.name)
 def test_no_acknowledged_message_is_lost_to_power_cuts(variant: Variant, lossyfs: LossyMount,
-                                                       tmp_path_factory: pytest.TempPathFactory,
                                                        power_loss_summaries: list[str]) -> None:
-    run = PowerLossRun(variant, lossyfs, tmp_path_factory.mktemp("work"), SETTINGS)
+    # Acks and child logs go beside the report (pytest's temporary directories rotate).
+    work_dir = REPORT_DIR / variant.name
+    shutil.rmtree(work_dir, ignore_errors=True)
+    run = PowerLossRun(variant, lossyfs, work_dir, SETTINGS)
     summary = run.run()
-    REPORT_DIR.mkdir(parents=True, exist_ok=True)
     report_path = REPORT_DIR / f"{variant.name}.json"
     report_path.write_text(json.dumps(summary.as_json(), indent=1))
-    text = summary.text() + f"\n   full report: {report_path}"
+    text = summary.text() + f"\n   full report: {report_path}; acks and logs: {work_dir}"
+    if summary.failed:  # the durable state, for the engine's debugging
+        shutil.copytree(run.store_backing, work_dir / "final-state")
+        text += f"\n   final durable state kept in {work_dir / 'final-state'}"
     print("\n" + text)
     power_loss_summaries.append(text)
 
@@ -53,4 +58,4 @@ def test_no_acknowledged_message_is_lost_to_power_cuts(variant: Variant, lossyfs
     failed = [record.cycle for record in summary.cycles if record.failed]
     assert not failed, (f"cycles failed (dispatch, scrub, recovery damage or synced bytes "
                         f"cut): {failed}\n{text}")
-    assert summary.final_cli_verify.get("exit_code") == 0, f"mqstore verify: {text}"
+    assert summary.final_cli_verify.get("exit_code") == 0, f"mqstore verify failed:\n{text}"
