@@ -61,22 +61,36 @@ func (d *fileData) dirtyPage(index int64) ([]byte, error) {
 	return page, nil
 }
 
-// readAt fills dest from offset up to the volatile size; returns the bytes filled.
+// readAt fills dest from offset up to the volatile size; returns the bytes filled.  The
+// durable bytes are read in one call, then the overlay's pages are laid over them.
 func (d *fileData) readAt(dest []byte, offset int64) (int, error) {
 	end := min(offset+int64(len(dest)), d.sizeBytes)
-	filled := 0
-	for position := offset; position < end; {
-		index := position / pageSizeBytes
-		page, err := d.page(index)
-		if err != nil {
-			return filled, err
-		}
-		within := position - index*pageSizeBytes
-		count := copy(dest[filled:end-offset], page[within:])
-		filled += count
-		position += int64(count)
+	if end <= offset {
+		return 0, nil
 	}
-	return filled, nil
+	out := dest[:end-offset]
+	filled := int64(0)
+	if visibleBytes := min(d.cutBytes, d.durableSizeBytes); d.backing != nil && offset < visibleBytes {
+		want := min(end, visibleBytes) - offset
+		read, err := d.backing.ReadAt(out[:want], offset)
+		if int64(read) != want {
+			return 0, err
+		}
+		filled = want
+	}
+	clear(out[filled:])
+	if len(d.pages) > 0 {
+		for index := offset / pageSizeBytes; index*pageSizeBytes < end; index++ {
+			page, ok := d.pages[index]
+			if !ok {
+				continue
+			}
+			start := index * pageSizeBytes
+			from, to := max(start, offset), min(start+pageSizeBytes, end)
+			copy(out[from-offset:to-offset], page[from-start:to-start])
+		}
+	}
+	return len(out), nil
 }
 
 func (d *fileData) writeAt(data []byte, offset int64) error {

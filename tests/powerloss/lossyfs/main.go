@@ -54,6 +54,7 @@ func run(backing, staging, mountPoint string, debug bool, signals <-chan os.Sign
 		FsName:                   "lossyfs:" + backing,
 		Name:                     "lossyfs",
 		MaxWrite:                 maxWriteBytes,
+		MaxReadAhead:             maxWriteBytes, // recovery and scrubs read whole segments
 		MaxBackground:            64,
 		DisableXAttrs:            true,
 		DisableReadDirPlus:       true, // LOOKUP counts stay in one place

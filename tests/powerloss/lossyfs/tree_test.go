@@ -295,3 +295,28 @@ func TestNamespaceErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestReadLaysTheOverlayOverTheDurableBytes(t *testing.T) {
+	f := newFixture(t)
+	durable := bytes.Repeat([]byte{'a'}, 3*pageSizeBytes)
+	file := f.create(f.tree.root, "a", string(durable))
+	f.syncFile(file)
+	f.syncDir(f.tree.root)
+	f.remount()
+	file = f.tree.root.entries["a"]
+	want := append([]byte(nil), durable...)
+	if err := file.data.writeAt([]byte("bbbbbb"), pageSizeBytes+pageSizeBytes-3); err != nil {
+		t.Fatal(err)
+	}
+	copy(want[2*pageSizeBytes-3:], "bbbbbb")
+	for _, offset := range []int64{0, 1, pageSizeBytes - 1, 2*pageSizeBytes - 5} {
+		got := make([]byte, 3*pageSizeBytes)
+		filled, err := file.data.readAt(got, offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[:filled], want[offset:]) {
+			t.Errorf("read at %d differs from the overlay laid over the durable bytes", offset)
+		}
+	}
+}
