@@ -6,7 +6,8 @@ Each cycle, on the same backing directory (damage accumulates, as on a real mach
    last power cut) and puts, recording every acknowledged message outside the mount;
 2. after a random 0.2–2 s (settings), cut the power, then kill -9 the writer;
 3. mount again; the verifier (verifier.py) opens the store and checks every ack of every
-   cycle so far by position, consume queue and key, then CRC-scrubs the log.  Every other
+   cycle so far by position, consume queue and key, and every third cycle (and the last)
+   scrubs the recovered store as `mqstore verify` does (settings.scrub_every).  Every other
    cycle (settings.clean_close_every) and on the last it closes the store cleanly; otherwise
    it exits with the store open, so the next writer recovers from a clean shutdown one cycle
    and from a crash the next;
@@ -93,7 +94,8 @@ class PowerLossRun:
         acks_new = len(read_acks([ack_path]))
         state = durable_manifest(self.store_backing)
         self.mount.start()
-        verifier = self.run_verifier(cycle, close=self.settings.closes_cleanly_after(cycle))
+        verifier = self.run_verifier(cycle, close=self.settings.closes_cleanly_after(cycle),
+                                     scrub=self.settings.scrubs_after(cycle))
         self.mount.cut_power()
         record = CycleRecord(cycle=cycle, run_time_s=round(run_time_s, 3), early_cut=early_cut,
                              writer_recovery=writer_recovery, writer_error=writer_error,
@@ -138,14 +140,15 @@ class PowerLossRun:
             return None, "", True
         return None, f"said {said!r}; log: {log_path.read_text()[-3000:]}", False
 
-    def run_verifier(self, cycle: int, *, close: bool) -> dict[str, Any]:
+    def run_verifier(self, cycle: int, *, close: bool, scrub: bool) -> dict[str, Any]:
         log_path = self.logs_dir / f"verifier-{cycle:04d}.log"
         started = time.monotonic()
         with open(log_path, "w") as log:
             try:
                 done = subprocess.run(
                     [*module_command("tests.powerloss.verifier"), self.variant.name,
-                     str(self.store_dir), str(self.acks_dir), "1" if close else "0"],
+                     str(self.store_dir), str(self.acks_dir), "1" if close else "0",
+                     "1" if scrub else "0"],
                     cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True,
                     timeout=VERIFIER_TIMEOUT_S, check=False)
             except subprocess.TimeoutExpired:

@@ -172,7 +172,8 @@ class VariantSummary:
                          f"{positions.get('flushed', '?')}; recovered end {record.recovered_end} "
                          f"({verifier.get('recovery', {}).get('mode', 'did not open')}), "
                          f"damage {len(record.damage)}, scrub "
-                         f"{len(verifier.get('scrub_corruptions', []))} corrupt")
+                         + (f"{len(verifier.get('scrub_corruptions', []))} corrupt"
+                            if verifier.get("scrubbed") else "skipped"))
             if record.failed:
                 lines.extend(f"      {line}" for line in _failure_lines(record))
         return "\n".join(lines)

@@ -11,6 +11,9 @@
                                   the verifier closes the store cleanly every Nth cycle (and
                                   the last); otherwise it exits with the store open, and the
                                   next writer recovers from a crash.  0: never  default 2
+    MQSTORE_POWERLOSS_SCRUB_EVERY the verifier CRC-scrubs the recovered store (verify_store,
+                                  as `mqstore verify`) every Nth cycle and on the last; it
+                                  costs seconds on FUSE as the store grows  default 3
     MQSTORE_POWERLOSS_EARLY_CUT_SHARE
                                   share of cycles whose power cut comes 0–0.4 s after the
                                   writer starts (often during its open and recovery) instead
@@ -34,6 +37,7 @@ class PowerLossSettings:
     put_rate_per_s: float = 4000.0
     seed: int = 0
     clean_close_every: int = 2
+    scrub_every: int = 3
     early_cut_share: float = 0.0
 
     @classmethod
@@ -47,10 +51,12 @@ class PowerLossSettings:
             seed=int(environ.get("MQSTORE_POWERLOSS_SEED", random.randrange(1 << 31))),
             clean_close_every=int(environ.get("MQSTORE_POWERLOSS_CLEAN_CLOSE_EVERY",
                                               cls.clean_close_every)),
+            scrub_every=int(environ.get("MQSTORE_POWERLOSS_SCRUB_EVERY", cls.scrub_every)),
             early_cut_share=float(environ.get("MQSTORE_POWERLOSS_EARLY_CUT_SHARE",
                                               cls.early_cut_share)))
         if settings.cycle_count < 1 or not 0 < settings.run_time_s_min <= settings.run_time_s_max \
                 or settings.put_rate_per_s <= 0 or settings.clean_close_every < 0 \
+                or settings.scrub_every < 1 \
                 or not 0 <= settings.early_cut_share <= 1:
             raise ValueError(f"bad power-loss settings: {settings}")
         return settings
@@ -60,6 +66,9 @@ class PowerLossSettings:
         that `mqstore verify` sees a closed store)."""
         every = self.clean_close_every
         return cycle == self.cycle_count - 1 or (every > 0 and (cycle + 1) % every == 0)
+
+    def scrubs_after(self, cycle: int) -> bool:
+        return cycle == self.cycle_count - 1 or (cycle + 1) % self.scrub_every == 0
 
     @property
     def test_timeout_s(self) -> int:
