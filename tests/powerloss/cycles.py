@@ -6,8 +6,8 @@ Each cycle, on the same backing directory (damage accumulates, as on a real mach
    last power cut) and puts, recording every acknowledged message outside the mount;
 2. after a random 0.2–2 s (settings), cut the power, then kill -9 the writer;
 3. mount again; the verifier (verifier.py) opens the store and checks every ack of every
-   cycle so far by position, consume queue and key, and every third cycle (and the last)
-   scrubs the recovered store as `mqstore verify` does (settings.scrub_every).  Every other
+   cycle so far by position, consume queue and key, and every third cycle scrubs the
+   recovered store as `mqstore verify` does (settings.scrub_every).  Every other
    cycle (settings.clean_close_every) and on the last it closes the store cleanly; otherwise
    it exits with the store open, so the next writer recovers from a clean shutdown one cycle
    and from a crash the next;

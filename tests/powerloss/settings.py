@@ -12,8 +12,8 @@
                                   the last); otherwise it exits with the store open, and the
                                   next writer recovers from a crash.  0: never  default 2
     MQSTORE_POWERLOSS_SCRUB_EVERY the verifier CRC-scrubs the recovered store (verify_store,
-                                  as `mqstore verify`) every Nth cycle and on the last; it
-                                  costs seconds on FUSE as the store grows  default 3
+                                  as `mqstore verify`) every Nth cycle (`mqstore verify` scrubs
+                                  the final state); seconds on FUSE as the store grows  default 3
     MQSTORE_POWERLOSS_EARLY_CUT_SHARE
                                   share of cycles whose power cut comes 0–0.4 s after the
                                   writer starts (often during its open and recovery) instead
@@ -68,7 +68,8 @@ class PowerLossSettings:
         return cycle == self.cycle_count - 1 or (every > 0 and (cycle + 1) % every == 0)
 
     def scrubs_after(self, cycle: int) -> bool:
-        return cycle == self.cycle_count - 1 or (cycle + 1) % self.scrub_every == 0
+        """Not after the last cycle: `mqstore verify` scrubs the final state then."""
+        return cycle < self.cycle_count - 1 and (cycle + 1) % self.scrub_every == 0
 
     @property
     def test_timeout_s(self) -> int:
