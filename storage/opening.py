@@ -30,6 +30,7 @@ from .dispatch.indexer import Indexer
 from .dispatch.log_source import SegmentListSource
 from .errors import StoreFormatError
 from .files.checkpoint import Checkpoint
+from .files.io import make_directories_durably
 from .files.lockfile import AbortMarker, StoreLock
 from .files.queue_offsets_file import QueueOffsetsSnapshot, read_queue_offsets
 from .files.watermarks import DispatchedFile
@@ -67,7 +68,7 @@ class OpenedStore:
 
 
 def open_directory(directory: Path, config: StoreConfig) -> OpenedStore:
-    (directory / volume.COMMITLOG_DIRECTORY).mkdir(parents=True, exist_ok=True)
+    make_directories_durably(directory / volume.COMMITLOG_DIRECTORY)
     lock = StoreLock(directory / volume.LOCK_FILE)
     lock.acquire()
     closers: list[Callable[[], None]] = [lock.release]

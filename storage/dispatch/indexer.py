@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 from ..config import StoreConfig
 from ..files.checkpoint import Checkpoint
+from ..files.io import make_directories_durably
 from ..files.lockfile import AbortMarker, StoreLock
 from ..files.queue_offsets_file import read_queue_offsets
 from ..files.watermarks import DispatchedFile
@@ -131,7 +132,7 @@ class Indexer:
         """The indexer in a process of its own, beside a writer that publishes `positions`
         (it may start before the writer): its own lock, abort marker and checkpoint."""
         directory = Path(directory)
-        (directory / volume.COMMITLOG_DIRECTORY).mkdir(parents=True, exist_ok=True)
+        make_directories_durably(directory / volume.COMMITLOG_DIRECTORY)
         lock = StoreLock(directory / volume.INDEXER_LOCK_FILE)
         lock.acquire()
         closers: list[Callable[[], None]] = [lock.release]

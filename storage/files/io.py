@@ -33,6 +33,12 @@ def make_directories(path: Path, *, root: Path) -> None:
         fsync_directory(directory.parent)
 
 
+def make_directories_durably(path: Path) -> None:
+    """`make_directories` up from the nearest directory that exists: a store directory the
+    first open creates holds synced data, so its own name must be durable too."""
+    make_directories(path, root=Path(path.anchor) if path.is_absolute() else Path("."))
+
+
 def publish_prepared(*, creating: Path, path: Path) -> None:
     """Give a prepared file, already synced (its size and blocks), its final name, and sync
     the name: after a power loss the final name holds the whole prepared file or does not

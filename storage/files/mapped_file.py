@@ -22,6 +22,7 @@ releases, so a file a reader holds is never unmapped under it.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import threading
@@ -31,7 +32,7 @@ from typing import Self
 from ..config import PAGE_SIZE_BYTES, PreallocateMethod
 from ..errors import StoreFormatError
 from ..format.volume import offset_file_name, parse_offset_file_name
-from .io import map_existing, publish_prepared
+from .io import fsync_directory, map_existing, publish_prepared
 from .preallocate import prepare_file, prepare_mapping, zero_fill
 
 
@@ -188,6 +189,8 @@ class MappedFile:
         os.close(self.fd)
         if self._delete_on_close:
             self.path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):  # the directory went too
+                fsync_directory(self.path.parent)  # or a power loss brings the file back
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.path.name}, written={self.written_position}, "

@@ -25,6 +25,7 @@ import collections
 import dataclasses
 import itertools
 import mmap
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -211,20 +212,58 @@ def verify_consume_queues(directory: Path,
     """Every entry of every consume queue against the record it names."""
     segment_size = summaries[0].size_bytes if summaries else 0
     found: list[Corruption] = []
-    for key in list_queues(directory):
-        files = QueueFiles(queue_directory(directory, key))
-        if not files.starts:
-            continue
-        where = str(files.directory.relative_to(directory))
-        if any((files.path(start)).stat().st_size != files.file_size_bytes
-               for start in files.starts):
-            found.append(Corruption(-1, "files of different sizes", where=where))
-            continue
-        found += _verify_queue(directory, files, key[1], segment_size, where=where)
+    with _SegmentBytes(directory, segment_size) as log_bytes:
+        for key in list_queues(directory):
+            found += _verify_queue_directory(directory, key, log_bytes)
     return found
 
 
-def _verify_queue(directory: Path, files: QueueFiles, queue_id: int, segment_size: int, *,
+class _SegmentBytes:
+    """Record bytes by position, each segment opened once for the whole check (a queue
+    entry at a time would open its segment once per entry)."""
+
+    def __init__(self, directory: Path, segment_size: int) -> None:
+        self._directory = directory / COMMITLOG_DIRECTORY
+        self.segment_size = segment_size
+        self._fds: dict[int, int | None] = {}
+
+    def read(self, physical_offset: int, size_bytes: int) -> bytes | None:
+        """The bytes, or None if their segment is gone (retention's, not damage)."""
+        size = self.segment_size
+        start = physical_offset - physical_offset % size if size else 0
+        if start not in self._fds:
+            try:
+                self._fds[start] = os.open(self._directory / offset_file_name(start),
+                                           os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                self._fds[start] = None
+        fd = self._fds[start]
+        if fd is None or physical_offset < start:
+            return None
+        return os.pread(fd, size_bytes, physical_offset - start)
+
+    def __enter__(self) -> _SegmentBytes:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+
+
+def _verify_queue_directory(directory: Path, key: tuple[str, int],
+                            log_bytes: _SegmentBytes) -> list[Corruption]:
+    files = QueueFiles(queue_directory(directory, key))
+    if not files.starts:
+        return []
+    where = str(files.directory.relative_to(directory))
+    if any((files.path(start)).stat().st_size != files.file_size_bytes
+           for start in files.starts):
+        return [Corruption(-1, "files of different sizes", where=where)]
+    return _verify_queue(files, key[1], log_bytes, where=where)
+
+
+def _verify_queue(files: QueueFiles, queue_id: int, log_bytes: _SegmentBytes, *,
                   where: str) -> list[Corruption]:
     found: list[Corruption] = []
     end = files.written_end()
@@ -246,7 +285,7 @@ def _verify_queue(directory: Path, files: QueueFiles, queue_id: int, segment_siz
             queue_offset = offset + index
             if is_filler(physical_offset, size):
                 continue
-            problem = _entry_problem(directory, segment_size, queue_id=queue_id,
+            problem = _entry_problem(log_bytes, queue_id=queue_id,
                                      queue_offset=queue_offset, physical_offset=physical_offset,
                                      size_bytes=size, tags_code=code, previous=previous)
             if problem is not None:
@@ -256,20 +295,15 @@ def _verify_queue(directory: Path, files: QueueFiles, queue_id: int, segment_siz
     return found
 
 
-def _entry_problem(directory: Path, segment_size: int, *, queue_id: int, queue_offset: int,
+def _entry_problem(log_bytes: _SegmentBytes, *, queue_id: int, queue_offset: int,
                    physical_offset: int, size_bytes: int, tags_code: int,
                    previous: int) -> str | None:
     if tags_code == DAMAGED_TAGS_CODE:
         return f"its record was lost in damaged bytes at {physical_offset}"
     if physical_offset < previous:
         return f"points at {physical_offset}, before the entry ahead of it ({previous})"
-    start = physical_offset - physical_offset % segment_size if segment_size else 0
-    path = directory / COMMITLOG_DIRECTORY / offset_file_name(start)
-    try:
-        with path.open("rb") as file:
-            file.seek(physical_offset - start)
-            data = file.read(size_bytes)
-    except (FileNotFoundError, ValueError):
+    data = log_bytes.read(physical_offset, size_bytes)
+    if data is None:
         return None  # its segment is gone: retention's, not damage
     if not record.holds_entry(data, 0, limit=len(data), physical_offset=physical_offset,
                               size_bytes=size_bytes, queue_id=queue_id,
