@@ -166,7 +166,9 @@ def test_retention_deletes_old_files_but_never_a_held_read(store_dir: Path,
                 break
             assert time.monotonic() < deadline, (view.log.min_position, writer.min_position)
             time.sleep(0.01)
-        assert view.min_offset("R", 0) > 1024  # its first file is gone
+        # Its first file (offsets 0-1023) is gone; where the log now starts depends on how many
+        # segments were flushed in time to be deleted, so the second file may be read whole.
+        assert view.min_offset("R", 0) >= 1024
         with view.get("R", 0, 0, 1) as result:
             assert result.status is GetStatus.OFFSET_TOO_SMALL
             assert result.next_offset == view.min_offset("R", 0)
