@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set up, lint, type-check, check the layers, run pytest, then
-# the e2e suite against a real kube-apiserver (built into .cache/e2e on first use).
+# the e2e suite against a real kube-apiserver and a real single-node cluster (built into
+# .cache/e2e on first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +13,7 @@ echo "== pytest";      .venv/bin/pytest "$@"
 # The control plane's binaries are built here, outside any test's timeout; a failed build
 # (no Go, no module proxy) fails CI.  A cold build takes minutes, a cached one nothing.
 echo "== e2e build";   time bash e2e/build-control-plane.sh
+# The real node's binaries and images (e2e/node.py; the e2e session would build them too,
+# this shows the time apart).
+echo "== node build";  time .venv/bin/python -c 'from e2e.node import build; build()'
 echo "== e2e";         .venv/bin/pytest e2e
