@@ -69,6 +69,8 @@ READY_TIMEOUT_S = 180.0
 """Node Ready and CoreDNS available after the daemons answer (8–13 s measured idle)."""
 STOP_TIMEOUT_S = 15.0
 POLL_S = 0.25
+CONTROL_PLANE = ("etcd", "kube-apiserver", "netns-forward")
+"""Stopped last, after the pods (see `down`)."""
 MARKER = ".mqstore-e2e-node"
 """Marks a directory as a node's: only such a directory is ever emptied."""
 DATA = ("etcd", "containerd", "hidden", "cni", "volumes", "ns", "pki", "tokens.csv")
@@ -93,6 +95,8 @@ class Node:
     images: dict[str, str] = dataclasses.field(default_factory=dict)
     processes: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     host: dict[str, Any] = dataclasses.field(default_factory=dict)
+    timings_s: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Seconds from the first certificate to each milestone of `up`."""
 
     @property
     def netns_path(self) -> Path:
@@ -362,7 +366,7 @@ def _start_addons(node: Node, configs: dict[str, Path]) -> None:
         f"--provisioner-name={node_addons.PROVISIONER}"])
 
 
-def _wait_ready(node: Node) -> None:
+def _wait_ready(node: Node, started: float) -> None:
     kube = node.kube()
 
     def node_ready() -> bool:
@@ -379,10 +383,12 @@ def _wait_ready(node: Node) -> None:
         if not _alive(node.processes[name]["pid"]):
             raise NodeError(f"{name} exited:\n{_log_tail(node, name)}")
     wait_for("the node to be Ready", node_ready, timeout_s=READY_TIMEOUT_S)
+    node.timings_s["node_ready"] = time.monotonic() - started
     _wait(node, "kube-proxy", lambda: _in_netns(node, lambda: _http_ok(
         f"http://127.0.0.1:{KUBE_PROXY_HEALTH_PORT}/healthz")), timeout_s=READY_TIMEOUT_S)
     node_isolation.put_isolation_first(node.netns)
     wait_for("CoreDNS to be available", dns_ready, timeout_s=READY_TIMEOUT_S)
+    node.timings_s["coredns_available"] = time.monotonic() - started
 
 
 def up(directory: Path) -> Node:
@@ -408,14 +414,18 @@ def up(directory: Path) -> Node:
                                                            directory / "hidden")
         node.host["created_dirs"] = created
         node.save()
+        started = time.monotonic()
         pki = make_pki(directory / "pki")
         secret = secrets.token_hex(16)
         _start_control_plane(node, pki, secret)
+        node.timings_s["api_server_ready"] = time.monotonic() - started
         configs = _kubeconfigs(node, pki, secret)
         _start_containerd(node, images)
+        node.timings_s["images_imported"] = time.monotonic() - started
         _start_node_daemons(node, pki, configs)
         _start_addons(node, configs)
-        _wait_ready(node)
+        _wait_ready(node, started)
+        node.save()
     except BaseException:
         down(directory)
         raise
@@ -431,19 +441,26 @@ def _is_ours(pid: int, argv0: str) -> bool:
     return command.decode(errors="replace") == argv0
 
 
-def _stop_daemons(node: Node) -> list[str]:
-    running = {name: p["pid"] for name, p in node.processes.items()
-               if _is_ours(p["pid"], p["argv0"])}
-    for pid in reversed(list(running.values())):  # the reverse of the start order
-        if _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    for pid in running.values():
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
+def _stop_daemons(node: Node, names: list[str]) -> list[str]:
+    """SIGTERM one at a time in the reverse of the start order, each given
+    `STOP_TIMEOUT_S` before SIGKILL."""
+    stopped = []
+    for name, process in reversed(node.processes.items()):
+        pid = process["pid"]
+        if name not in names:
+            continue
+        if not _is_ours(pid, process["argv0"]):
+            continue
+        os.kill(pid, signal.SIGTERM)
+        started = time.monotonic()
+        while _alive(pid) and time.monotonic() < started + STOP_TIMEOUT_S:
+            time.sleep(0.05)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
-    return list(running)
+            stopped.append(f"{name} (killed after {STOP_TIMEOUT_S:.0f} s)")
+        else:
+            stopped.append(f"{name} ({time.monotonic() - started:.1f} s)")
+    return stopped
 
 
 def _delete_data(directory: Path) -> None:
@@ -462,9 +479,15 @@ def down(directory: Path) -> list[str]:
     if not (directory / "state.json").exists():
         return []
     node = Node.load(directory)
-    report = [f"stopped {', '.join(_stop_daemons(node)) or 'no daemon'}"]
+    # The node's daemons, then the pods' processes, then the control plane: kube-apiserver
+    # waits (up to a minute) for open watches, such as CoreDNS's, before it exits.
+    node_side = [name for name in node.processes if name not in CONTROL_PLANE]
+    report = [f"stopped {', '.join(_stop_daemons(node, node_side)) or 'no node daemon'}"]
+    killed = node_host_state.kill_cgroup(f"{node.cgroup}/kubepods")
+    report.append(f"killed {killed} processes of pods")
+    report.append(f"stopped {', '.join(_stop_daemons(node, list(CONTROL_PLANE))) or 'none'}")
     killed = node_host_state.kill_cgroup(node.cgroup)
-    report.append(f"killed {killed} leftover processes (shims, containers) in {node.cgroup}")
+    report.append(f"killed {killed} leftover processes (containerd shims) in {node.cgroup}")
     node_host_state.remove_cgroup(node.cgroup)
     node_isolation.delete_mount_namespace(directory / "ns")
     node_isolation.delete_network(node.netns)
@@ -499,10 +522,12 @@ def status(directory: Path) -> str:
                 if line.startswith("VmRSS:"):
                     rss = f"{int(line.split()[1]) // 1024} MiB"
         lines.append(f"  {name:<24} pid {pid:<8} rss {rss}")
-    memory = node_host_state.cgroup_memory_bytes(node.cgroup)
-    if memory is not None:
-        lines.append(f"memory charged to cgroup {node.cgroup}: {memory // 2**20} MiB "
-                     "(daemons, pods, page cache)")
+    for part, what in (("daemons", "the daemons and containerd's shims"),
+                       ("kubepods", "every pod's containers")):
+        rss = node_host_state.cgroup_rss_bytes(f"{node.cgroup}/{part}")
+        if rss is not None:
+            lines.append(f"anonymous resident memory (cgroup total_rss) of {what}: "
+                         f"{rss // 2**20} MiB")
     lines += [f"  image {role}: {name}" for role, name in node.images.items()]
     return "\n".join(lines)
 
@@ -518,7 +543,9 @@ def main(argv: list[str] | None = None) -> int:
         if arguments.command == "up":
             started = time.monotonic()
             node = up(directory)
-            print(f"# node Ready in {time.monotonic() - started:.1f} s; API server "
+            milestones = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s"
+                                   for k, v in node.timings_s.items())
+            print(f"# up in {time.monotonic() - started:.1f} s ({milestones}); API server "
                   f"{node.server}; logs in {directory}", file=sys.stderr)
             print(f"export KUBECONFIG={node.kubeconfig}")
             print(f"export PATH={node.bin_dir}:$PATH")

@@ -154,7 +154,11 @@ def remove_cgroup(relative: str) -> None:
         top.rmdir()
 
 
-def cgroup_memory_bytes(relative: str) -> int | None:
-    """Memory charged to the tree (cgroup v1 memory controller), or None without one."""
-    usage = CGROUP_ROOT / "memory" / relative / "memory.usage_in_bytes"
-    return int(usage.read_text()) if usage.exists() else None
+def cgroup_rss_bytes(relative: str) -> int | None:
+    """Resident anonymous memory of the tree (cgroup v1 memory.stat total_rss: page cache
+    left out), or None without a memory controller there."""
+    stat = CGROUP_ROOT / "memory" / relative / "memory.stat"
+    if not stat.exists():
+        return None
+    values = dict(line.split() for line in stat.read_text().splitlines())
+    return int(values["total_rss"])
