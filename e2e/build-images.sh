@@ -62,7 +62,7 @@ if [ ! -f "$base_archive" ]; then
     rootfs=$(mktemp -d "$root/.cache/e2e/rootfs.XXXXXX")
     trap 'rm -rf "$rootfs"' EXIT
     debootstrap --variant=minbase --include="$base_packages" "$DEBIAN_SUITE" "$rootfs" \
-        http://deb.debian.org/debian >"$images/debootstrap.log" 2>&1 \
+        "$DEBIAN_MIRROR" >"$images/debootstrap.log" 2>&1 \
         || { tail -n 5 "$images/debootstrap.log" >&2
              grep -i -A3 'dependency problems\|error' "$rootfs/debootstrap/debootstrap.log" \
                  | head -n 30 >&2; exit 1; }

@@ -474,6 +474,22 @@ def _delete_data(directory: Path) -> None:
             path.unlink()
 
 
+def _remove_created_dirs(node: Node) -> list[str]:
+    """rmdir the mount points `up` made on the host, unless another node still runs: there
+    they are mount points of its mount namespace, which an rmdir here would detach."""
+    others = [name for name in node_host_state.run_cgroups() if name != node.cgroup]
+    made = node.host.get("created_dirs", [])
+    if others and made:
+        return [f"left {', '.join(made)} in place: {', '.join(others)} still runs"]
+    report = []
+    for path in made:
+        try:
+            Path(path).rmdir()
+        except OSError as error:
+            report.append(f"WARNING: could not remove {path}: {error}")
+    return report
+
+
 def down(directory: Path) -> list[str]:
     """Ends what `up` started and restores the machine; returns what it did, one line each."""
     if not (directory / "state.json").exists():
@@ -493,8 +509,7 @@ def down(directory: Path) -> list[str]:
     node_isolation.delete_network(node.netns)
     if node.host:
         node_host_state.restore_netns_dir(node_isolation.NETNS_DIR, node.host["netns_dir"])
-        for made in node.host.get("created_dirs", []):
-            Path(made).rmdir()
+        report += _remove_created_dirs(node)
         for key, (was, now) in node_host_state.restore_sysctls(node.host["sysctls"]).items():
             report.append(f"restored {key} {was} -> {now}")
         rules = directory / "host-iptables.rules"
@@ -524,10 +539,10 @@ def status(directory: Path) -> str:
         lines.append(f"  {name:<24} pid {pid:<8} rss {rss}")
     for part, what in (("daemons", "the daemons and containerd's shims"),
                        ("kubepods", "every pod's containers")):
-        rss = node_host_state.cgroup_rss_bytes(f"{node.cgroup}/{part}")
-        if rss is not None:
+        anonymous = node_host_state.cgroup_rss_bytes(f"{node.cgroup}/{part}")
+        if anonymous is not None:
             lines.append(f"anonymous resident memory (cgroup total_rss) of {what}: "
-                         f"{rss // 2**20} MiB")
+                         f"{anonymous // 2**20} MiB")
     lines += [f"  image {role}: {name}" for role, name in node.images.items()]
     return "\n".join(lines)
 

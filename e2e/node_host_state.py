@@ -109,6 +109,12 @@ def make_cgroup(relative: str) -> None:
                         (path / name).write_text((parent / name).read_text())
 
 
+def run_cgroups(prefix: str = "mqstore-e2e-") -> list[str]:
+    """The top-level cgroups of nodes that exist now (in the pids hierarchy)."""
+    pids = CGROUP_ROOT / "pids"
+    return sorted(p.name for p in pids.glob(f"{prefix}*")) if pids.is_dir() else []
+
+
 def cgroup_procs_files(relative: str) -> list[Path]:
     """The files a process writes its pid to, to join `relative` in every hierarchy (a
     daemon and everything it starts then stay there)."""
