@@ -86,7 +86,9 @@ GOFLAGS=-trimpath GOBIN="$bin_dir" go install -ldflags "-s -w -X $h/internal/ver
 "$bin_dir/kube-apiserver" --version >&2
 "$bin_dir/kubelet" --version >&2
 "$bin_dir/kubectl" version --client >&2
-"$bin_dir/etcd" --version | head -1 >&2
+# sed, not head: head may close the pipe before etcd has written its other lines, and with
+# pipefail etcd's SIGPIPE would fail the whole build (it did, once in two cold builds).
+"$bin_dir/etcd" --version | sed -n 1p >&2
 "$bin_dir/helm" version --short >&2
 printf '%s\n' "k8s=$K8S_VERSION etcd=$ETCD_VERSION helm=$HELM_VERSION" > "$stamp"
 log "built in $(( $(date +%s) - started )) s into $bin_dir"
