@@ -303,7 +303,10 @@ def _start_control_plane(node: Node, pki: Pki, secret: str) -> None:
     node.save()
 
 
-def _start_containerd(node: Node, images: dict[str, tuple[str, Path]]) -> None:
+def _start_containerd(node: Node, images: dict[str, tuple[str, Path]]
+                      ) -> dict[str, subprocess.Popen[str]]:
+    """Starts containerd and, once it answers, one `ctr images import` per image, which run
+    while the kubelet starts (`_await_imports` waits for them before any pod is made)."""
     d = node.directory
     (d / "containerd").mkdir(exist_ok=True)
     (d / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
@@ -318,13 +321,21 @@ def _start_containerd(node: Node, images: dict[str, tuple[str, Path]]) -> None:
            env={"PATH": f"{node.node_bin_dir}:{PATH}"})
     _wait(node, "containerd", lambda: node.socket.exists() and subprocess.run(
         [*ctr, "version"], capture_output=True, check=False).returncode == 0)
+    imports = {}
     for role, (name, archive) in images.items():
-        imported = subprocess.run([*ctr, "images", "import", str(archive)],
-                                  capture_output=True, text=True, check=False)
-        if imported.returncode != 0:
-            raise NodeError(f"ctr images import {archive}: {imported.stderr.strip()}")
+        imports[name] = subprocess.Popen([*ctr, "images", "import", str(archive)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         text=True)
         node.images[role] = name
     node.save()
+    return imports
+
+
+def _await_imports(imports: dict[str, subprocess.Popen[str]]) -> None:
+    for name, process in imports.items():
+        _, error = process.communicate(timeout=START_TIMEOUT_S)
+        if process.returncode != 0:
+            raise NodeError(f"ctr images import of {name}: {error.strip()}")
 
 
 def _start_node_daemons(node: Node, pki: Pki, configs: dict[str, Path]) -> None:
@@ -420,9 +431,10 @@ def up(directory: Path) -> Node:
         _start_control_plane(node, pki, secret)
         node.timings_s["api_server_ready"] = time.monotonic() - started
         configs = _kubeconfigs(node, pki, secret)
-        _start_containerd(node, images)
-        node.timings_s["images_imported"] = time.monotonic() - started
+        imports = _start_containerd(node, images)
         _start_node_daemons(node, pki, configs)
+        _await_imports(imports)
+        node.timings_s["images_imported"] = time.monotonic() - started
         _start_addons(node, configs)
         _wait_ready(node, started)
         node.save()
