@@ -26,7 +26,7 @@ flock 7
 
 log() { echo "build-images: $*" >&2; }
 for tool in buildah debootstrap sha256sum; do
-    command -v "$tool" >/dev/null 2>&1 || { log "ERROR: $tool is missing (scripts/setup-node.sh installs it)"; exit 1; }
+    command -v "$tool" >/dev/null 2>&1 || { log "ERROR: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
 done
 bah() { buildah --root "$store/root" --runroot "$store/runroot" --storage-driver vfs "$@"; }
 key() { sha256sum | cut -c1-16; }

@@ -7,7 +7,7 @@
 #   pause                                     build/pause/linux/pause.c of the k8s.io/kubernetes
 #                                             module, linked statically
 # The Kubernetes binaries (kubelet, kube-scheduler, kube-proxy) come from
-# e2e/build-control-plane.sh; runc and the CNI plugins from Debian (scripts/setup-node.sh).
+# e2e/build-control-plane.sh; runc and the CNI plugins from Debian (scripts/setup.sh).
 #
 #   e2e/build-node.sh        # prints the bin directory on its last line
 #

@@ -33,8 +33,9 @@ from .control_plane import (
     write_kubeconfig,
 )
 from .kube import Kube, wait_for
-from .node import Node, down, up
 from .node import build as build_node
+from .node import down, up
+from .node_state import Node
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "mqstore"

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .kube import Kube, condition, wait_for
-from .node import Node
 from .node_addons import STORAGE_CLASS
 from .node_pods import MQSTORE_UID, restricted_namespace
+from .node_state import Node
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / "mqstore"
 BROKER_READY_TIMEOUT_S = 180.0

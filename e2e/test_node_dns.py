@@ -5,9 +5,9 @@ the address it gives answers: a pod reaches the API server through it."""
 from __future__ import annotations
 
 from .kube import Kube
-from .node import Node
 from .node_config import API_SERVICE_IP
 from .node_pods import last_json_line, pod, python_command, restricted_namespace, run_to_completion
+from .node_state import Node
 
 RESOLVE = """
 import json, socket

@@ -10,7 +10,6 @@ import json
 import pytest
 
 from .kube import CommandError, Kube
-from .node import Node
 from .node_pods import (
     MQSTORE_UID,
     last_json_line,
@@ -19,6 +18,7 @@ from .node_pods import (
     restricted_namespace,
     run_to_completion,
 )
+from .node_state import Node
 
 INSPECT = """
 import json, os

@@ -15,10 +15,10 @@ import errno
 import subprocess
 
 from .kube import Kube
-from .node import Node
 from .node_config import BRIDGE
 from .node_isolation import ISOLATION_CHAIN, in_netns, links, routes_out
 from .node_pods import last_json_line, pod, python_command, restricted_namespace, run_to_completion
+from .node_state import Node
 
 OUTSIDE = (("1.1.1.1", 53), ("8.8.8.8", 443))
 OUTSIDE_NAME = "example.com"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from .kube import CommandError, Kube, wait_for
-from .node import Node
 from .node_addons import STORAGE_CLASS
 from .node_pods import (
     MQSTORE_UID,
@@ -21,6 +20,7 @@ from .node_pods import (
     restricted_namespace,
     run_to_completion,
 )
+from .node_state import Node
 
 CLAIM_SIZE = "64Mi"
 PAYLOAD = "written by uid 10001 on the real node"
