@@ -35,6 +35,7 @@ from .control_plane import (
 from .kube import Kube, wait_for
 from .node import build as build_node
 from .node import down, up
+from .node_release import install_release
 from .node_state import Node
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +80,12 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
 @pytest.fixture(scope="session")
 def node_kube(node: Node) -> Kube:
     return node.kube()
+
+
+@pytest.fixture(scope="session")
+def node_release(node: Node, node_kube: Kube) -> str:
+    """The chart installed once on the node (e2e/node_release.py); its namespace."""
+    return install_release(node, node_kube)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from .node_addons import STORAGE_CLASS
 from .node_pods import MQSTORE_UID, restricted_namespace
 from .node_state import Node
 
-CHART = Path(__file__).resolve().parents[1] / "charts" / "mqstore"
 BROKER_READY_TIMEOUT_S = 180.0
 """Scheduling, a helper pod making the volume, three containers and their probes, and the
 operator's resync (2 s here): about 30 s measured on a loaded 2-core machine."""
@@ -20,14 +19,9 @@ SMALL = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "5
 """The defaults ask for a whole core for the writer: more than this node offers."""
 
 
-def test_the_chart_runs_a_broker_on_the_node(node: Node, node_kube: Kube) -> None:
-    repository, tag = node.images["mqstore"].rsplit(":", 1)
-    operator_namespace = restricted_namespace(node_kube)
-    node_kube.helm("install", "mqstore", str(CHART), "--namespace", operator_namespace,
-                   "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
-                   "--set", "image.pullPolicy=Never",
-                   "--set", "operator.resyncIntervalSeconds=2", "--wait", "--timeout", "90s")
-    operator = node_kube.items("pods", operator_namespace)
+def test_the_chart_runs_a_broker_on_the_node(node: Node, node_kube: Kube,
+                                             node_release: str) -> None:
+    operator = node_kube.items("pods", node_release)
     assert [p["status"]["phase"] for p in operator] == ["Running"], operator
 
     namespace = restricted_namespace(node_kube)
