@@ -8,7 +8,8 @@
 #                                          the operator and of Prometheus, from the same
 #                                          module's source tree (example/)
 # and three images, as docker archives e2e/monitoring.py imports into the node's containerd:
-#   prometheus-operator, config-reloader   one static binary each (scratch)
+#   prometheus-operator, config-reloader   one static binary each (scratch), at upstream's
+#                                          paths /bin/operator, /bin/prometheus-config-reloader
 #   prometheus                             Debian's /usr/bin/prometheus over the base image
 #                                          (it links glibc), entrypoint /bin/prometheus
 #
@@ -86,12 +87,13 @@ prometheus_version=$("$prometheus_binary" --version 2>&1 | sed -n 's/^prometheus
 
 lines=()
 for role in operator prometheus-config-reloader; do
-    image_key=$(key < "$bin_dir/$role")
+    # The path is upstream's: the operator runs the reloader as /bin/prometheus-config-reloader.
+    image_key=$( { echo "/bin/$role image-v2"; cat "$bin_dir/$role"; } | key)
     name="localhost/mqstore-e2e/$role:$version-$image_key"
     archive="$images/$role-$image_key.tar"
     if [ ! -f "$archive" ]; then
         # uid 65534 (nobody), as upstream's busybox images run them.
-        binary_image "$name" "$bin_dir/$role" "$role" 65534:65534
+        binary_image "$name" "$bin_dir/$role" "bin/$role" 65534:65534
         export_image "$name" "$archive"
     fi
     lines+=("$role $name $archive")
