@@ -5,7 +5,10 @@ made, where the writer's commit log lands on the host's disk as uid 10001."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from .kube import Kube, condition, wait_for
 from .node_addons import STORAGE_CLASS
@@ -20,13 +23,22 @@ SMALL = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "5
 """The defaults ask for a whole core for the writer: more than this node offers."""
 
 
-def test_the_chart_runs_a_broker_on_the_node(node: Node, node_kube: Kube) -> None:
+@pytest.fixture
+def operator_namespace(node: Node, node_kube: Kube) -> Iterator[str]:
+    """`helm install` of the chart, uninstalled after the test: its operator watches every
+    namespace, so left running it would also reconcile later node tests' Brokers."""
     repository, tag = node.images["mqstore"].rsplit(":", 1)
-    operator_namespace = restricted_namespace(node_kube)
-    node_kube.helm("install", "mqstore", str(CHART), "--namespace", operator_namespace,
+    namespace = restricted_namespace(node_kube)
+    node_kube.helm("install", "mqstore", str(CHART), "--namespace", namespace,
                    "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
                    "--set", "image.pullPolicy=Never",
                    "--set", "operator.resyncIntervalSeconds=2", "--wait", "--timeout", "90s")
+    yield namespace
+    node_kube.helm("uninstall", "mqstore", "--namespace", namespace, "--wait")
+
+
+def test_the_chart_runs_a_broker_on_the_node(node: Node, node_kube: Kube,
+                                             operator_namespace: str) -> None:
     operator = node_kube.items("pods", operator_namespace)
     assert [p["status"]["phase"] for p in operator] == ["Running"], operator
 

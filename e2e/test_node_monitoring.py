@@ -39,7 +39,8 @@ for each of the three waits below on a loaded machine."""
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / "mqstore"
 WORKLOAD = Path(__file__).resolve().parent / "monitoring_workload.py"
-RELEASE = "mqstore"
+RELEASE = "mqstore-monitored"
+"""Not test_node_chart.py's "mqstore": the chart's cluster-scoped names are the release's."""
 BROKER = "watched"
 SCRAPE_INTERVAL = manifests.SCRAPE_INTERVAL
 RATE_INTERVAL = "1m"
@@ -72,11 +73,13 @@ class Watched:
     broker_namespace: str
 
 
-def _install_chart(kube: Kube, image: str, namespace: str) -> None:
+def _install_chart(kube: Kube, image: str, namespace: str, *, watch_namespace: str) -> None:
+    """The chart with its monitors on, labelled for our Prometheus; its operator watches
+    only the Broker's namespace (another test's operator may watch them all)."""
     repository, tag = image.rsplit(":", 1)
     label = manifests.SELECTOR_LABEL.replace(".", "\\.")  # helm --set: a dot in a key
     values = ["image.pullPolicy=Never", f"image.repository={repository}", f"image.tag={tag}",
-              "operator.resyncIntervalSeconds=2"]
+              "operator.resyncIntervalSeconds=2", f"operator.watchNamespace={watch_namespace}"]
     for monitor in ("podMonitor", "serviceMonitor", "prometheusRule"):
         values += [f"monitoring.{monitor}.enabled=true",
                    f"monitoring.{monitor}.labels.{label}={monitoring.PROMETHEUS_NAME}"]
@@ -112,8 +115,8 @@ def watched(node: Node, node_kube: Kube,
     try:
         image = node.images["mqstore"]
         operator_namespace = restricted_namespace(node_kube)
-        _install_chart(node_kube, image, operator_namespace)
         broker_namespace = restricted_namespace(node_kube)
+        _install_chart(node_kube, image, operator_namespace, watch_namespace=broker_namespace)
         node_kube.apply(_broker(broker_namespace))
         wait_for("the Broker to be Ready", lambda: (condition(
             node_kube.get("broker", BROKER, broker_namespace), "Ready") or {}).get(
@@ -129,16 +132,19 @@ def watched(node: Node, node_kube: Kube,
         monitoring.down(node, stack.namespace)
 
 
-def _scrape_pools(stack: Stack, seen: list[str]) -> dict[str, list[dict[str, Any]]] | None:
-    """Active targets by scrape pool, once every one has been scraped successfully; `seen`
-    gets each target's state, for the message of a timeout."""
-    active = stack.api.api("targets", state="active")["activeTargets"]
+def _scrape_pools(watched: Watched, seen: list[str]) -> dict[str, list[dict[str, Any]]] | None:
+    """Active targets by scrape pool, once each of this module's namespaces has been scraped
+    successfully (other tests' Brokers may come and go); `seen` gets each target's state,
+    for the message of a timeout."""
+    active = watched.stack.api.api("targets", state="active")["activeTargets"]
     seen[:] = [f"{t['scrapePool']} {t['scrapeUrl']} {t['health']} {t['lastError']}"
                for t in active]
     pools: dict[str, list[dict[str, Any]]] = {}
     for target in active:
         pools.setdefault(target["scrapePool"], []).append(target)
-    if not active or any(t["health"] != "up" for t in active):
+    ours = [t for t in active if t["labels"].get("namespace") in (
+        watched.broker_namespace, watched.operator_namespace)]
+    if not ours or any(t["health"] != "up" for t in ours):
         return None
     return pools
 
@@ -150,7 +156,7 @@ def test_the_operator_turns_the_charts_monitors_into_scrape_jobs(watched: Watche
     seen: list[str] = []
 
     def discovered() -> dict[str, list[dict[str, Any]]] | None:
-        pools = _scrape_pools(watched.stack, seen)
+        pools = _scrape_pools(watched, seen)
         return pools if pools is not None and set(pools) == expected else None
 
     try:
@@ -158,13 +164,15 @@ def test_the_operator_turns_the_charts_monitors_into_scrape_jobs(watched: Watche
                          timeout_s=TARGETS_TIMEOUT_S)
     except AssertionError as error:
         raise AssertionError(f"{error}\nactive targets:\n" + "\n".join(seen)) from None
-    # One target per container port of each broker pod, labelled as the dashboards expect.
+    # One target per container port of each broker pod, labelled as the dashboards select
+    # (the PodMonitor looks in every namespace: other tests' Brokers may be there too).
     broker_targets = [t["labels"] for pool in expected - {operator} for t in pools[pool]]
-    assert sorted((t["pod"], t["container"]) for t in broker_targets) == sorted(
-        (f"{BROKER}-{ordinal}", container) for ordinal in range(2)
+    assert all(t.get(label) for t in broker_targets
+               for label in ("namespace", "broker", "pod", "container")), broker_targets
+    ours = [t for t in broker_targets if t["namespace"] == watched.broker_namespace]
+    assert sorted((t["broker"], t["pod"], t["container"]) for t in ours) == sorted(
+        (BROKER, f"{BROKER}-{ordinal}", container) for ordinal in range(2)
         for container in ("writer", "indexer", "notifier"))
-    assert {(t["namespace"], t["broker"]) for t in broker_targets} == {
-        (watched.broker_namespace, BROKER)}
     [operator_target] = pools[operator]
     assert operator_target["labels"]["namespace"] == watched.operator_namespace
     assert operator_target["labels"]["pod"].startswith(f"{RELEASE}-")
