@@ -155,24 +155,33 @@ def test_the_operator_turns_the_charts_monitors_into_scrape_jobs(watched: Watche
     expected = {f"{brokers}/{port}" for port in range(3)} | {operator}
     seen: list[str] = []
 
+    ours_expected = sorted((BROKER, f"{BROKER}-{ordinal}", container) for ordinal in range(2)
+                           for container in ("writer", "indexer", "notifier"))
+
+    def ours(pools: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str, str]]:
+        return sorted((t["labels"].get("broker", ""), t["labels"]["pod"], t["labels"]["container"])
+                      for pool in expected - {operator} for t in pools.get(pool, [])
+                      if t["labels"].get("namespace") == watched.broker_namespace)
+
     def discovered() -> dict[str, list[dict[str, Any]]] | None:
+        """Both pods' containers found (the second pod may start after the Broker is
+        Ready) and every target of ours scraped."""
         pools = _scrape_pools(watched, seen)
-        return pools if pools is not None and set(pools) == expected else None
+        if pools is None or set(pools) != expected or ours(pools) != ours_expected:
+            return None
+        return pools
 
     try:
         pools = wait_for(f"targets {sorted(expected)} up", discovered,
                          timeout_s=TARGETS_TIMEOUT_S)
     except AssertionError as error:
         raise AssertionError(f"{error}\nactive targets:\n" + "\n".join(seen)) from None
-    # One target per container port of each broker pod, labelled as the dashboards select
-    # (the PodMonitor looks in every namespace: other tests' Brokers may be there too).
+    # One target per container port of each broker pod (the wait's condition), every one
+    # labelled as the dashboards select (the PodMonitor looks in every namespace: other
+    # tests' Brokers are there too).
     broker_targets = [t["labels"] for pool in expected - {operator} for t in pools[pool]]
     assert all(t.get(label) for t in broker_targets
                for label in ("namespace", "broker", "pod", "container")), broker_targets
-    ours = [t for t in broker_targets if t["namespace"] == watched.broker_namespace]
-    assert sorted((t["broker"], t["pod"], t["container"]) for t in ours) == sorted(
-        (BROKER, f"{BROKER}-{ordinal}", container) for ordinal in range(2)
-        for container in ("writer", "indexer", "notifier"))
     [operator_target] = pools[operator]
     assert operator_target["labels"]["namespace"] == watched.operator_namespace
     assert operator_target["labels"]["pod"].startswith(f"{RELEASE}-")
