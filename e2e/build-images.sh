@@ -18,35 +18,14 @@ root=$PWD
 # shellcheck source=versions.env
 source e2e/versions.env
 node_bin=${1:?usage: build-images.sh NODE_BIN_DIR}
-images="$root/.cache/e2e/images"
-store="$root/.cache/e2e/buildah"
-mkdir -p "$images"
+mkdir -p "$root/.cache/e2e"
 exec 7>"$root/.cache/e2e/build-images.lock"
 flock 7
 
 log() { echo "build-images: $*" >&2; }
-for tool in buildah debootstrap sha256sum; do
-    command -v "$tool" >/dev/null 2>&1 || { log "ERROR: $tool is missing (scripts/setup.sh installs it)"; exit 1; }
-done
-bah() { buildah --root "$store/root" --runroot "$store/runroot" --storage-driver vfs "$@"; }
-key() { sha256sum | cut -c1-16; }
-
-# Exports image $1 to $2 (docker-archive names it, so `ctr import` keeps the name).
-export_image() {
-    rm -f "$2.partial"
-    bah push -q "$1" "docker-archive:$2.partial:$1" >/dev/null
-    mv "$2.partial" "$2"
-}
-
-# An image made of one static binary: scratch + $2 at /$3, entrypoint /$3, run as $4.
-binary_image() {
-    local name=$1 binary=$2 path=$3 user=$4 ctr
-    ctr=$(bah from scratch)
-    bah copy --chmod 0755 "$ctr" "$binary" "/$path" >/dev/null
-    bah config --entrypoint "[\"/$path\"]" --cmd '[]' --user "$user" \
-        --label "org.opencontainers.image.source=mqstore e2e/build-images.sh" "$ctr"
-    bah commit -q --rm "$ctr" "$name" >/dev/null
-}
+command -v debootstrap >/dev/null 2>&1 || { log "ERROR: debootstrap is missing (scripts/setup.sh installs it)"; exit 1; }
+# shellcheck source=image-tools.sh
+source e2e/image-tools.sh
 
 started=$(date +%s)
 

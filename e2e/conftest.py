@@ -5,7 +5,8 @@ ServiceAccount (so the chart's RBAC is what it runs with).  The test_node_* test
 containerd and the mqstore image.
 
 The binaries are built (or found in the cache) when the session starts, before any test's
-timeout runs; the node's binaries and images too, when a collected test uses it.  A
+timeout runs; the node's binaries and images too, when a collected test uses it, and the
+Prometheus Operator's (e2e/build-monitoring.sh) for the monitoring test.  A
 missing tool fails the session, it never skips."""
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from .control_plane import (
     write_kubeconfig,
 )
 from .kube import Kube, wait_for
+from .monitoring import MonitoringBuild
+from .monitoring import build as build_monitoring
 from .node import build as build_node
 from .node import down, up
 from .node_release import install_release
@@ -61,6 +64,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         build_node()
         print(f"\ne2e: node binaries and images built or found in "
               f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+    if any("monitoring_build" in getattr(item, "fixturenames", ()) for item in session.items):
+        started = time.monotonic()
+        build_monitoring()
+        print(f"\ne2e: the Prometheus Operator and its images built or found in "
+              f"{time.monotonic() - started:.1f} s", file=sys.stderr)
 
 
 @pytest.fixture(scope="session")
@@ -86,6 +94,12 @@ def node_kube(node: Node) -> Kube:
 def node_release(node: Node, node_kube: Kube) -> str:
     """The chart installed once on the node (e2e/node_release.py); its namespace."""
     return install_release(node, node_kube)
+
+
+@pytest.fixture(scope="session")
+def monitoring_build() -> MonitoringBuild:
+    """The Prometheus Operator's binaries and images (built at collection, found here)."""
+    return build_monitoring()
 
 
 @pytest.fixture(scope="session")

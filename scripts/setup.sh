@@ -17,7 +17,8 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # Redis Streams: the peer the benchmarks in bench/ measure beside mqstore, in the same run.
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # Prometheus and promtool: the observability test scrapes the services with a real Prometheus
-# and checks the chart's alert rules with promtool (Debian's package ships both).
+# and checks the chart's alert rules with promtool (Debian's package ships both); the
+# monitoring test on the real node runs the same binary in a pod (e2e/build-monitoring.sh).
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
 # fusermount3: the power-loss test mounts lossyfs, its FUSE file system (tests/powerloss/).
 command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
