@@ -2,10 +2,14 @@
 namespace that enforces the "restricted" Pod Security Standard, with the node's mqstore
 image (imported, never pulled), so the operator runs as a pod of the image with the chart's
 RBAC.  Every node test that needs the operator shares this release (one operator watches
-every namespace; a second release would fight it over the same Brokers)."""
+every namespace; a second release would fight it over the same Brokers).  A test that needs
+more of the chart (the monitoring test's monitors) upgrades this release for its duration
+with `upgraded_release`, and rolls it back after."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .kube import Kube
@@ -29,3 +33,17 @@ def install_release(node: Node, kube: Kube) -> str:
               "--set", f"operator.resyncIntervalSeconds={RESYNC_INTERVAL_S}",
               "--wait", "--timeout", "120s")
     return namespace
+
+
+@contextmanager
+def upgraded_release(kube: Kube, namespace: str, values: list[str]) -> Iterator[None]:
+    """`helm upgrade --reuse-values` of the shared release with `values` (helm --set
+    arguments), then `helm rollback` to the revision before.  The operator's Deployment
+    changes only if `values` touch it (the monitors do not: its pod keeps running)."""
+    arguments = [item for value in values for item in ("--set", value)]
+    kube.helm("upgrade", RELEASE, str(CHART), "--namespace", namespace, "--reuse-values",
+              *arguments, "--wait", "--timeout", "120s")
+    try:
+        yield
+    finally:
+        kube.helm("rollback", RELEASE, "--namespace", namespace, "--wait", "--timeout", "120s")

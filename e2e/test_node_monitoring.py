@@ -6,9 +6,11 @@ from those pods.  Both are built from the Go module proxy (e2e/build-monitoring.
 prometheus, which the loopback tests run, was built without Kubernetes service discovery.
 
 One stack for the module (e2e/monitoring.py): the operator and Prometheus in a namespace of
-their own, the chart installed with its monitors labelled for that Prometheus and scraping
-every 5 s, a two-pod sync-master Broker with a write-buffer pool, and a pod of the mqstore
-image producing and consuming through the Broker's Service (e2e/monitoring_workload.py).
+their own, the session's chart release (e2e/node_release.py, whose operator handles every
+Broker on the node) upgraded for the module to turn its monitors on, labelled for that
+Prometheus and scraping every 5 s, a two-pod sync-master Broker with a write-buffer pool,
+and a pod of the mqstore image producing and consuming through the Broker's Service
+(e2e/monitoring_workload.py).
 The operator dashboard's failure and event panels get their data from a refused scale-down
 and an admission webhook that is down, as in test_observability.py.
 """
@@ -28,6 +30,7 @@ from . import monitoring_manifests as manifests
 from .kube import Kube, condition, wait_for
 from .monitoring import MonitoringBuild, Stack
 from .node_pods import pod, python_command, restricted_namespace
+from .node_release import RELEASE, upgraded_release
 from .node_state import Node
 from .obs_checks import dashboard_problems, variable_problems
 from .obs_queries import DASHBOARDS, alert_rules
@@ -37,10 +40,7 @@ pytestmark = pytest.mark.timeout(900)
 """The first test brings the node and the stack up: about 2 min measured, 5 min allowed
 for each of the three waits below on a loaded machine."""
 
-CHART = Path(__file__).resolve().parents[1] / "charts" / "mqstore"
 WORKLOAD = Path(__file__).resolve().parent / "monitoring_workload.py"
-RELEASE = "mqstore-monitored"
-"""Not test_node_chart.py's "mqstore": the chart's cluster-scoped names are the release's."""
 BROKER = "watched"
 SCRAPE_INTERVAL = manifests.SCRAPE_INTERVAL
 RATE_INTERVAL = "1m"
@@ -73,22 +73,18 @@ class Watched:
     broker_namespace: str
 
 
-def _install_chart(kube: Kube, image: str, namespace: str, *, watch_namespace: str) -> None:
-    """The chart with its monitors on, labelled for our Prometheus; its operator watches
-    only the Broker's namespace (another test's operator may watch them all)."""
-    repository, tag = image.rsplit(":", 1)
+def _monitor_values() -> list[str]:
+    """The chart's monitors on, labelled for our Prometheus: values for the session's
+    release, whose operator stays the one that handles every Broker."""
     label = manifests.SELECTOR_LABEL.replace(".", "\\.")  # helm --set: a dot in a key
-    values = ["image.pullPolicy=Never", f"image.repository={repository}", f"image.tag={tag}",
-              "operator.resyncIntervalSeconds=2", f"operator.watchNamespace={watch_namespace}"]
+    values = []
     for monitor in ("podMonitor", "serviceMonitor", "prometheusRule"):
         values += [f"monitoring.{monitor}.enabled=true",
                    f"monitoring.{monitor}.labels.{label}={monitoring.PROMETHEUS_NAME}"]
     for monitor in ("podMonitor", "serviceMonitor"):
         values += [f"monitoring.{monitor}.interval={SCRAPE_INTERVAL}",
                    f"monitoring.{monitor}.scrapeTimeout={SCRAPE_INTERVAL}"]
-    arguments = [item for value in values for item in ("--set", value)]
-    kube.helm("install", RELEASE, str(CHART), "--namespace", namespace, *arguments,
-              "--wait", "--timeout", "120s")
+    return values
 
 
 def _broker(namespace: str) -> dict[str, Any]:
@@ -109,27 +105,32 @@ def _workload(image: str, namespace: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def watched(node: Node, node_kube: Kube,
+def watched(node: Node, node_kube: Kube, node_release: str,
             monitoring_build: MonitoringBuild) -> Iterator[Watched]:
     stack = monitoring.up(node, monitoring_build)
     try:
-        image = node.images["mqstore"]
-        operator_namespace = restricted_namespace(node_kube)
-        broker_namespace = restricted_namespace(node_kube)
-        _install_chart(node_kube, image, operator_namespace, watch_namespace=broker_namespace)
-        node_kube.apply(_broker(broker_namespace))
-        wait_for("the Broker to be Ready", lambda: (condition(
-            node_kube.get("broker", BROKER, broker_namespace), "Ready") or {}).get(
-                "status") == "True", timeout_s=BROKER_READY_TIMEOUT_S)
-        node_kube.kubectl("create", "-f", "-",
-                          stdin=json.dumps(_workload(image, broker_namespace)))
-        yield Watched(stack, operator_namespace, broker_namespace)
-        # The traffic and the Broker's pods end here, not when the node goes down: other
-        # node tests of the session share its two cores.
-        node_kube.kubectl("delete", "namespace", broker_namespace, "--wait=false")
-        node_kube.helm("uninstall", RELEASE, "--namespace", operator_namespace)
+        with upgraded_release(node_kube, node_release, _monitor_values()):
+            yield from _watched_broker(node, node_kube, stack, operator_namespace=node_release)
     finally:
         monitoring.down(node, stack.namespace)
+
+
+def _watched_broker(node: Node, kube: Kube, stack: Stack, *,
+                    operator_namespace: str) -> Iterator[Watched]:
+    """The Broker under traffic, for the module; its namespace goes when the module ends."""
+    image = node.images["mqstore"]
+    broker_namespace = restricted_namespace(kube)
+    try:
+        kube.apply(_broker(broker_namespace))
+        wait_for("the Broker to be Ready", lambda: (condition(
+            kube.get("broker", BROKER, broker_namespace), "Ready") or {}).get(
+                "status") == "True", timeout_s=BROKER_READY_TIMEOUT_S)
+        kube.kubectl("create", "-f", "-", stdin=json.dumps(_workload(image, broker_namespace)))
+        yield Watched(stack, operator_namespace, broker_namespace)
+    finally:
+        # The traffic and the Broker's pods end here, not when the node goes down: other
+        # node tests of the session share its two cores.
+        kube.kubectl("delete", "namespace", broker_namespace, "--wait=false")
 
 
 def _scrape_pools(watched: Watched, seen: list[str]) -> dict[str, list[dict[str, Any]]] | None:
