@@ -4,19 +4,32 @@
 #
 #   docker build -t mqstore/mqstore:0.1.0 .
 #
+# Any Debian-based image with python3.11 and its venv module can be the base: the e2e node
+# builds this file with buildah over a debootstrapped Debian (e2e/build-images.sh):
+#
+#   buildah bud --isolation chroot --build-arg BASE_IMAGE=localhost/... -t ... .
+#
 # Runs as uid/gid 10001 with a read-only root filesystem: the services write only /data
 # (the volume) and /tmp (an emptyDir); the operator writes nothing.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
 
-FROM python:3.11-slim-bookworm AS build
+FROM ${BASE_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
-# .dockerignore lets in only pyproject.toml, README.md and the package folders.
+# .dockerignore lets in only pyproject.toml, README.md, the package folders and wheels/.
 COPY . ./
-RUN python -m venv /opt/mqstore \
-    && /opt/mqstore/bin/pip install --no-compile . \
+# With a wheels/ folder in the context (the project and all its dependencies, as
+# e2e/build-images.sh makes it) the install reaches no package index; without one pip
+# builds the project here and fetches its dependencies.
+RUN python3 -m venv /opt/mqstore \
+    && if [ -d wheels ]; then \
+           /opt/mqstore/bin/pip install --no-compile --no-index --find-links wheels mqstore; \
+       else \
+           /opt/mqstore/bin/pip install --no-compile .; \
+       fi \
     && /opt/mqstore/bin/python -m compileall -q /opt/mqstore
 
-FROM python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
 COPY --from=build /opt/mqstore /opt/mqstore
 RUN groupadd --gid 10001 mqstore \
     && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the e2e control plane (etcd, kube-apiserver, kube-controller-manager, kubectl, helm)
-# from the Go module proxy into a git-ignored cache directory, and reuses it when present.
+# and the node's Kubernetes binaries (kubelet, kube-scheduler, kube-proxy: e2e/node.py) from
+# the Go module proxy into a git-ignored cache directory, and reuses it when present.
 #
 #   e2e/build-control-plane.sh        # prints the bin directory on its last line
 #
@@ -16,7 +17,7 @@ source e2e/versions.env
 minor=${K8S_VERSION#1.}; minor=${minor%%.*}
 bin_dir=${MQSTORE_E2E_BIN_DIR:-$root/.cache/e2e/bin-k8s$K8S_VERSION-etcd$ETCD_VERSION-helm$HELM_VERSION}
 stamp="$bin_dir/.complete"
-binaries=(etcd kube-apiserver kube-controller-manager kubectl helm)
+binaries=(etcd kube-apiserver kube-controller-manager kubectl helm kubelet kube-scheduler kube-proxy)
 
 log() { echo "build-control-plane: $*" >&2; }
 
@@ -40,7 +41,8 @@ started=$(date +%s)
 work=$(mktemp -d "$root/.cache/e2e/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# 1. kube-apiserver, kube-controller-manager, kubectl.  k8s.io/kubernetes requires its staging
+# 1. kube-apiserver, kube-controller-manager, kubectl, and for the real node kubelet,
+# kube-scheduler and kube-proxy: one `go build`, so the shared packages compile once.  k8s.io/kubernetes requires its staging
 # modules at v0.0.0 and replaces them with ./staging paths, which do not travel with a
 # dependency: the wrapper module replaces each with its published v0.<minor>.<patch>, the list
 # read from the release's own go.mod.
@@ -57,9 +59,11 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags="$ldflags -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
     ldflags="$ldflags -X $p.gitTreeState=clean"
 done
-log "building kube-apiserver, kube-controller-manager, kubectl v$K8S_VERSION"
+log "building kube-apiserver, kube-controller-manager, kubectl, kubelet, kube-scheduler, kube-proxy v$K8S_VERSION"
 go build -ldflags "$ldflags" -o "$bin_dir/" k8s.io/kubernetes/cmd/kube-apiserver \
-    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler \
+    k8s.io/kubernetes/cmd/kube-proxy
 
 # 2. etcd: go.etcd.io/etcd/server/v3 is itself the etcd main package and requires its sibling
 # modules at the same published tag, so a wrapper needs no replaces.
@@ -80,8 +84,11 @@ GOFLAGS=-trimpath GOBIN="$bin_dir" go install -ldflags "-s -w -X $h/internal/ver
     "$h/cmd/helm@$HELM_VERSION"
 
 "$bin_dir/kube-apiserver" --version >&2
+"$bin_dir/kubelet" --version >&2
 "$bin_dir/kubectl" version --client >&2
-"$bin_dir/etcd" --version | head -1 >&2
+# sed, not head: head may close the pipe before etcd has written its other lines, and with
+# pipefail etcd's SIGPIPE would fail the whole build (it did, once in two cold builds).
+"$bin_dir/etcd" --version | sed -n 1p >&2
 "$bin_dir/helm" version --short >&2
 printf '%s\n' "k8s=$K8S_VERSION etcd=$ETCD_VERSION helm=$HELM_VERSION" > "$stamp"
 log "built in $(( $(date +%s) - started )) s into $bin_dir"

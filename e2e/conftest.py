@@ -1,9 +1,13 @@
 """The e2e session: a real control plane (e2e/control_plane.py), the chart installed with
 helm, and the operator as a real `kopf run` process logged in as the chart's
-ServiceAccount (so the chart's RBAC is what it runs with).
+ServiceAccount (so the chart's RBAC is what it runs with).  The test_node_* tests use the
+`node` fixture instead: a real single-node cluster (e2e/node.py) with a kubelet,
+containerd and the mqstore image.
 
 The binaries are built (or found in the cache) when the session starts, before any test's
-timeout runs; a missing tool fails the session, it never skips."""
+timeout runs; the node's binaries and images too, when a collected test uses it, and the
+Prometheus Operator's (e2e/build-monitoring.sh) for the monitoring test.  A
+missing tool fails the session, it never skips."""
 
 from __future__ import annotations
 
@@ -30,6 +34,12 @@ from .control_plane import (
     write_kubeconfig,
 )
 from .kube import Kube, wait_for
+from .monitoring import MonitoringBuild
+from .monitoring import build as build_monitoring
+from .node import build as build_node
+from .node import down, up
+from .node_release import install_release
+from .node_state import Node
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "mqstore"
@@ -46,6 +56,50 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     bin_dir = build_binaries()
     print(f"\ne2e: control plane binaries in {bin_dir} "
           f"({time.monotonic() - started:.1f} s to build or find)", file=sys.stderr)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any("node" in getattr(item, "fixturenames", ()) for item in session.items):
+        started = time.monotonic()
+        build_node()
+        print(f"\ne2e: node binaries and images built or found in "
+              f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+    if any("monitoring_build" in getattr(item, "fixturenames", ()) for item in session.items):
+        started = time.monotonic()
+        build_monitoring()
+        print(f"\ne2e: the Prometheus Operator and its images built or found in "
+              f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    """A real node for the session: `up` before the first test that asks, `down` after
+    the last, which must leave the machine as it found it."""
+    directory = tmp_path_factory.mktemp("node")
+    started = time.monotonic()
+    running = up(directory)
+    print(f"\ne2e: node Ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    try:
+        yield running
+    finally:
+        print("\n".join(down(directory)), file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def node_kube(node: Node) -> Kube:
+    return node.kube()
+
+
+@pytest.fixture(scope="session")
+def node_release(node: Node, node_kube: Kube) -> str:
+    """The chart installed once on the node (e2e/node_release.py); its namespace."""
+    return install_release(node, node_kube)
+
+
+@pytest.fixture(scope="session")
+def monitoring_build() -> MonitoringBuild:
+    """The Prometheus Operator's binaries and images (built at collection, found here)."""
+    return build_monitoring()
 
 
 @pytest.fixture(scope="session")

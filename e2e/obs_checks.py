@@ -7,11 +7,17 @@ import math
 import time
 from typing import Any
 
-from .obs_queries import PanelQuery, load_dashboard, panel_queries, variable_queries
-from .prometheus import Prometheus, QueryError
+from .obs_queries import (
+    RATE_INTERVAL,
+    PanelQuery,
+    load_dashboard,
+    panel_queries,
+    variable_queries,
+)
+from .prometheus import PrometheusApi, QueryError
 
 
-def query_problem(prometheus: Prometheus, query: PanelQuery) -> str | None:
+def query_problem(prometheus: PrometheusApi, query: PanelQuery) -> str | None:
     """None if the query parses, returns at least one series, and some value is a number
     (not NaN: a quantile of no observations, a ratio of two zero rates)."""
     where = f"{query.dashboard} / {query.panel!r} ({query.legend}): {query.expr}"
@@ -26,12 +32,14 @@ def query_problem(prometheus: Prometheus, query: PanelQuery) -> str | None:
     return None
 
 
-def dashboard_problems(prometheus: Prometheus, dashboard_path: Any, *, namespace: str,
-                       broker: str, timeout_s: float) -> list[str]:
+def dashboard_problems(prometheus: PrometheusApi, dashboard_path: Any, *, namespace: str,
+                       broker: str, timeout_s: float,
+                       rate_interval: str = RATE_INTERVAL) -> list[str]:
     """Every panel query of one dashboard, asked again until all pass or `timeout_s` ends
     (series appear as the workload goes on: a rate needs two scrapes, a segment roll)."""
     dashboard = load_dashboard(dashboard_path)
-    queries = panel_queries(dashboard, namespace=namespace, broker=broker)
+    queries = panel_queries(dashboard, namespace=namespace, broker=broker,
+                            rate_interval=rate_interval)
     assert queries, f"{dashboard_path.name} has no queries"
     deadline = time.monotonic() + timeout_s
     while True:
@@ -41,7 +49,7 @@ def dashboard_problems(prometheus: Prometheus, dashboard_path: Any, *, namespace
         time.sleep(1.0)
 
 
-def variable_problems(prometheus: Prometheus, dashboard_path: Any, *,
+def variable_problems(prometheus: PrometheusApi, dashboard_path: Any, *,
                       expected: dict[str, str], namespace: str, broker: str) -> list[str]:
     """Each `label_values(match, label)` variable, asked of Prometheus' label values API:
     the value the test labelled its targets with must be offered."""
@@ -56,7 +64,7 @@ def variable_problems(prometheus: Prometheus, dashboard_path: Any, *,
     return problems
 
 
-def firing_pods(prometheus: Prometheus) -> dict[str, set[str]]:
+def firing_pods(prometheus: PrometheusApi) -> dict[str, set[str]]:
     """Alert name → the `pod` labels it fires for right now."""
     firing: dict[str, set[str]] = {}
     for alert in prometheus.alerts():
@@ -66,7 +74,7 @@ def firing_pods(prometheus: Prometheus) -> dict[str, set[str]]:
     return firing
 
 
-def wait_alerts(prometheus: Prometheus, expected: dict[str, set[str]], *,
+def wait_alerts(prometheus: PrometheusApi, expected: dict[str, set[str]], *,
                 timeout_s: float) -> dict[str, set[str]]:
     """Until every alert has fired for each of its pods (seen at any poll, as an alert may
     resolve and fire again while a disk is cleaned and refilled); returns what never did."""
@@ -82,7 +90,7 @@ def wait_alerts(prometheus: Prometheus, expected: dict[str, set[str]], *,
         time.sleep(0.5)
 
 
-def alert_history(prometheus: Prometheus, selector: str, *, start_s: float) -> list[str]:
+def alert_history(prometheus: PrometheusApi, selector: str, *, start_s: float) -> list[str]:
     """Every alert that was pending or firing for `selector` at any evaluation since
     `start_s` (the ALERTS series Prometheus writes at each rule evaluation)."""
     series = prometheus.query_range(f"ALERTS{{{selector}}}", start_s=start_s,

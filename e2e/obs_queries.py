@@ -57,8 +57,8 @@ def substitute(expr: str, *, namespace: str, broker: str,
             .replace("$namespace", namespace).replace("$broker", broker))
 
 
-def panel_queries(dashboard: dict[str, Any], *, namespace: str,
-                  broker: str) -> list[PanelQuery]:
+def panel_queries(dashboard: dict[str, Any], *, namespace: str, broker: str,
+                  rate_interval: str = RATE_INTERVAL) -> list[PanelQuery]:
     found = []
     for panel in panels(dashboard["panels"]):
         unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
@@ -68,7 +68,8 @@ def panel_queries(dashboard: dict[str, Any], *, namespace: str,
             found.append(PanelQuery(
                 dashboard=dashboard["uid"], panel=panel.get("title", ""), unit=unit,
                 legend=target.get("legendFormat", ""),
-                expr=substitute(target["expr"], namespace=namespace, broker=broker)))
+                expr=substitute(target["expr"], namespace=namespace, broker=broker,
+                                rate_interval=rate_interval)))
     return found
 
 

@@ -33,7 +33,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .control_plane import free_port
 from .obs_stack import CpuQuota, Pod, Workload
 from .prometheus import Target
 
@@ -54,6 +56,8 @@ EXPECTED: dict[str, set[str]] = {
 }
 """Each broker alert and the pods whose condition causes it: it must fire for each of them
 (its `pod` label says where), and never for the healthy broker."""
+WEBHOOK = "mqstore-obs-unreachable"
+"""The admission webhook `broken_webhook` installs (cluster-scoped: one at a time)."""
 Sicken = Callable[[], None]
 """What makes a started broker sick; run once Prometheus has scraped it healthy."""
 BIG_BODY_BYTES = 60 * 1024
@@ -184,3 +188,20 @@ def start_busy(brokers: Brokers) -> Sicken:
 
 
 SICK = (start_disk, start_lag, start_pool, start_nofollower, start_slowpull, start_busy)
+
+
+def broken_webhook(namespace: str) -> dict[str, Any]:
+    """An admission webhook that is down (failurePolicy Fail, nothing listens on its port):
+    the API server answers 500 to every StatefulSet write in `namespace`, so every pass of
+    the operator over a Broker there fails while its pods keep running."""
+    return {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": WEBHOOK},
+            "webhooks": [{
+                "name": "statefulsets.obs.mqstore.io", "admissionReviewVersions": ["v1"],
+                "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 1,
+                "clientConfig": {"url": f"https://127.0.0.1:{free_port()}/validate"},
+                "namespaceSelector": {"matchLabels": {
+                    "kubernetes.io/metadata.name": namespace}},
+                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                           "operations": ["CREATE", "UPDATE"],
+                           "resources": ["statefulsets"]}]}]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -55,17 +56,23 @@ class QueryError(AssertionError):
 
 
 class PrometheusApi:
-    """Prometheus' HTTP API at `url` (a running server: ours, or one given on a command line)."""
+    """Prometheus' HTTP API at `url` (a running server: ours, one given on a command line, or
+    a pod's through the API server's proxy, which needs `headers` and a TLS `context`)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, headers: dict[str, str] | None = None,
+                 context: ssl.SSLContext | None = None) -> None:
         self.url = url.rstrip("/")
+        self.headers = headers or {}
+        self.context = context
 
     def api(self, path: str, **params: str) -> Any:
         """GET /api/v1/<path>; the `data` of a success, QueryError with the message if not."""
         query = urllib.parse.urlencode(params)
-        request = f"{self.url}/api/v1/{path}" + (f"?{query}" if query else "")
+        request = urllib.request.Request(
+            f"{self.url}/api/v1/{path}" + (f"?{query}" if query else ""), headers=self.headers)
         try:
-            with urllib.request.urlopen(request, timeout=QUERY_TIMEOUT_S) as answer:
+            with urllib.request.urlopen(request, timeout=QUERY_TIMEOUT_S,
+                                        context=self.context) as answer:
                 document = json.loads(answer.read())
         except urllib.error.HTTPError as error:  # 400/422: the body says why
             document = json.loads(error.read())

@@ -1,9 +1,11 @@
 """A Broker's life against the real API server, with the operator running as a process:
-children, config rolls, status from the StatefulSet, volume growth, scaling, deletion.
+children, config hashes, volume growth, scaling, deletion.
 
 kube-controller-manager runs the StatefulSet controller (it creates the Pods and claims)
-and the garbage collector; there is no kubelet, so the tests play it: they mark Pods
-Running and Ready and claims Bound, and the StatefulSet controller does the rest."""
+and the garbage collector; there is no kubelet.  What pods and volumes do when they run
+(readiness in `kubectl get brokers`, rolls, crashes, claims kept on deletion) is shown on
+the real node instead (e2e/test_node_flows.py).  One test here still plays the kubelet and
+the volume resizer, for what the real node cannot do: grow a volume (see its docstring)."""
 
 from __future__ import annotations
 
@@ -105,37 +107,12 @@ def test_a_flush_change_changes_the_pod_templates_config_hash(
         before["spec"]["template"]["metadata"]["annotations"][HASH], "same config, same hash"
 
 
-def test_status_follows_the_statefulset_as_pods_become_ready(
-        kube: Kube, namespace: str) -> None:
-    kube.apply(broker_manifest("gamma", namespace, replicas=2))
-    not_ready = wait_for("Ready=False", lambda: (c := condition(kube.get(
-        "broker", "gamma", namespace), "Ready")) and c["status"] == "False" and c)
-    assert not_ready["reason"] in ("StatefulSetMissing", "ReplicasNotReady")
-    wait_for("pod gamma-0", lambda: kube.get("pod", "gamma-0", namespace))
-    _ready_pod(kube, namespace, "gamma-0")
-    wait_for("pod gamma-1 (created once gamma-0 is ready)",
-             lambda: kube.get("pod", "gamma-1", namespace))
-    broker = kube.must_get("broker", "gamma", namespace)
-    assert condition(broker, "Ready")["status"] == "False"  # type: ignore[index]
-    _ready_pod(kube, namespace, "gamma-1")
-    ready = wait_for("Ready=True", lambda: (b := kube.get("broker", "gamma", namespace)) and (
-        condition(b, "Ready") or {}).get("status") == "True" and b)
-    assert ready["status"]["readyReplicas"] == 2
-    assert condition(ready, "Progressing")["status"] == "False"  # type: ignore[index]
-    assert condition(ready, "Degraded")["status"] == "False"  # type: ignore[index]
-    since = condition(ready, "Ready")["lastTransitionTime"]  # type: ignore[index]
-    listed = kube.kubectl("get", "brokers", "-n", namespace).stdout
-    assert listed.split("\n")[0].split() == ["NAME", "READY", "REPLICAS", "READY-REPLICAS",
-                                             "STORAGE", "AGE"]
-    assert listed.split("\n")[1].split()[:4] == ["gamma", "True", "2", "2"]
-    kube.merge_patch("broker", "gamma", namespace, {"spec": {"flush": {"mode": "sync"}}})
-    wait_for("Progressing=True (rolling update)", lambda: (condition(kube.get(
-        "broker", "gamma", namespace), "Progressing") or {}).get("reason") == "RollingUpdate")
-    still = kube.must_get("broker", "gamma", namespace)
-    assert condition(still, "Ready")["lastTransitionTime"] == since  # type: ignore[index]
-
-
 def test_growing_storage_patches_the_claims(kube: Kube, namespace: str) -> None:
+    """Kept with a played kubelet and resizer: the real node's local-path provisioner cannot
+    expand a volume (e2e/test_node_volume.py shows the resize refused), and growth needs a
+    CSI driver with an external resizer.  The test marks the claim Bound at each size (the
+    resizer's answer) and the pod Ready (VolumesResizing is reported only once the pods are
+    ready, ahead of it come RollingUpdate and Scaling)."""
     kube.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                 "metadata": {"name": f"grow-{namespace}"}, "provisioner": "example.com/none",
                 "allowVolumeExpansion": True})

@@ -14,12 +14,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from .conftest import OPERATOR_NAMESPACE, OperatorProcess, broker_manifest
-from .control_plane import free_port
 from .dashboard_picture import render
 from .kube import Kube, wait_for
 from .obs_checks import (
@@ -30,13 +28,20 @@ from .obs_checks import (
     wait_alerts,
 )
 from .obs_queries import DASHBOARDS, alert_rules, load_dashboard, panels, write_rules_without_for
-from .obs_scenarios import EXPECTED, HEALTHY, SICK, Brokers, start_healthy
+from .obs_scenarios import (
+    EXPECTED,
+    HEALTHY,
+    SICK,
+    WEBHOOK,
+    Brokers,
+    broken_webhook,
+    start_healthy,
+)
 from .obs_stack import NAMESPACE
 from .prometheus import Prometheus, Target
 
 OPERATOR_POD = "mqstore-operator-0"
 OPERATOR_ALERT = "MqstoreOperatorReconcileFailures"
-WEBHOOK = "mqstore-obs-unreachable"
 HISTORY_S = 20.0
 """How long the healthy workload runs before the panels are asked: a rate over 15 s needs
 the window filled, a preallocation rate a segment roll in it."""
@@ -149,20 +154,6 @@ def test_operator_failures_fire_and_the_operator_dashboard_has_data(
     problems += dashboard_problems(prometheus, operator_dashboard,
                                    namespace=OPERATOR_NAMESPACE, broker="", timeout_s=20.0)
     assert not problems, "\n".join(problems)
-
-
-def broken_webhook(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": WEBHOOK},
-            "webhooks": [{
-                "name": "statefulsets.obs.mqstore.io", "admissionReviewVersions": ["v1"],
-                "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 1,
-                "clientConfig": {"url": f"https://127.0.0.1:{free_port()}/validate"},
-                "namespaceSelector": {"matchLabels": {
-                    "kubernetes.io/metadata.name": namespace}},
-                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
-                           "operations": ["CREATE", "UPDATE"],
-                           "resources": ["statefulsets"]}]}]}
 
 
 def test_the_healthy_broker_never_raised_an_alert(observed: Observed) -> None:

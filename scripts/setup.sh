@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything mqstore needs on a fresh Debian machine: Debian packages (the JDK and
-# Maven for the RocketMQ interop test) and a virtualenv in .venv with the project installed
-# in editable mode.  Safe to run again; it only installs what is missing.
+# Maven for the RocketMQ interop test, the real e2e node's runtime and image tools) and a
+# virtualenv in .venv with the project installed in editable mode.  Safe to run again; it
+# only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One setup at a time: two concurrent pip installs into one venv can break it.
@@ -16,10 +17,24 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # Redis Streams: the peer the benchmarks in bench/ measure beside mqstore, in the same run.
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # Prometheus and promtool: the observability test scrapes the services with a real Prometheus
-# and checks the chart's alert rules with promtool (Debian's package ships both).
+# and checks the chart's alert rules with promtool (Debian's package ships both); the
+# monitoring test on the real node runs the same binary in a pod (e2e/build-monitoring.sh).
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
 # fusermount3: the power-loss test mounts lossyfs, its FUSE file system (tests/powerloss/).
 command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
+# The real e2e node (e2e/node.py): runc and the CNI plugins it runs pods with, iptables for
+# kube-proxy and the isolation rules, buildah and debootstrap for the images, gcc (with the
+# static libc in libc6-dev) for the pause binary, openssl for the node's certificates.
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+{ command -v iptables && command -v ip6tables; } >/dev/null 2>&1 || missing+=(iptables)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+{ command -v nsenter && command -v unshare; } >/dev/null 2>&1 || missing+=(util-linux)
+command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+dpkg -s libc6-dev >/dev/null 2>&1 || missing+=(libc6-dev)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if ((${#missing[@]})); then
     echo "setup: installing Debian packages: ${missing[*]}"
     apt-get update -q

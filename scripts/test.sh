@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set up, lint, type-check, check the layers, build and test
-# lossyfs (the power-loss test's file system, tests/powerloss/), run pytest, then
-# the e2e suite against a real kube-apiserver (built into .cache/e2e on first use).
+# lossyfs (the power-loss test's file system, tests/powerloss/), run pytest, then the e2e
+# suite against a real kube-apiserver and a real single-node cluster (built into .cache/e2e
+# on first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 echo "== ruff";        .venv/bin/ruff check .
 echo "== mypy";        .venv/bin/mypy -p mqstore.storage -p mqstore.services -p mqstore.client -p mqstore.operator -p mqstore.pipeline
+# The real node's harness (e2e/node*.py, e2e/monitoring*.py) is type-checked too; the rest
+# of e2e/ is not yet.
+echo "== mypy node";   .venv/bin/mypy --explicit-package-bases e2e/node.py e2e/node_*.py e2e/netns_forward.py e2e/test_node_*.py e2e/monitoring*.py
 echo "== layers";      .venv/bin/lint-imports
 # lossyfs, the power-loss test's FUSE file system: go vet, its Go tests, and the build (cached
 # in .cache/lossyfs/ by a hash of its sources), outside any test's timeout.  No Go fails CI.
@@ -16,4 +20,9 @@ echo "== pytest";      .venv/bin/pytest "$@"
 # The control plane's binaries are built here, outside any test's timeout; a failed build
 # (no Go, no module proxy) fails CI.  A cold build takes minutes, a cached one nothing.
 echo "== e2e build";   time bash e2e/build-control-plane.sh
+# The real node's binaries and images (e2e/node.py; the e2e session would build them too,
+# this shows the time apart).
+echo "== node build";  time .venv/bin/python -c 'from e2e.node import build; build()'
+# The Prometheus Operator and the images of the monitoring test (e2e/build-monitoring.sh).
+echo "== monitoring build"; time .venv/bin/python -c 'from e2e.monitoring import build; build()'
 echo "== e2e";         .venv/bin/pytest e2e
