@@ -119,13 +119,15 @@ def test_two_replicas_with_a_sync_master_put_every_ack_on_the_follower(flow: Flo
                           {"spec": {"replicas": 2, "replication": {"mode": "sync"}}})
     flow.wait_rolled(before)
     flow.wait_listed("True", 2, 2)
-    replication = wait_for("the sync master to have its follower", lambda: (
+    # `status if ... else None`, not `... and status`: an empty list of followers is not
+    # None, so wait_for would return it.
+    replication = wait_for("the sync master to have its follower", lambda: status if (
         status := flow.client.get(f"{flow.pod_url(0, WRITER)}/v1/replication")).get(
-        "followers") and status)
+        "followers") else None)
     assert replication["role"] == "sync_master", replication
-    follower = wait_for("the follower's writer", lambda: (
+    follower = wait_for("the follower's writer", lambda: status if (
         status := flow.client.get(f"{flow.pod_url(1, WRITER)}/v1/replication")).get(
-        "connected") and status)
+        "connected") else None)
     assert follower["role"] == "follower", follower
     assert follower["master"] == f"{NAME}-0.{NAME}-headless.{flow.namespace}.svc:8084"
 
