@@ -43,6 +43,7 @@ from ..format.java_hash import java_string_hash
 from ..format.message import StoredMessage, decode_stored
 from ..format.padding import PADDING_TOPIC
 from ..format.properties import PROPERTY_TAGS, PROPERTY_UNIQUE_KEY, decode_properties
+from ..format.subscription import TagFilter, parse_tags
 from ..queues.consume_queue import ConsumeQueue
 
 
@@ -119,8 +120,9 @@ class GetResult:
 
 
 def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
-        tags: Sequence[str] | None, find_segment: FindSegment, transfer_count_max: int,
+        tags: TagFilter, find_segment: FindSegment, transfer_count_max: int,
         transfer_bytes_max: int, verify_crc: bool) -> GetResult:
+    tags = parse_tags(tags)  # before anything is read: a bad expression reads nothing
     min_offset = queue.min_offset if queue is not None else 0
     max_offset = queue.max_offset if queue is not None else 0
     status, next_offset = _bounds_status(offset, min_offset, max_offset)
