@@ -27,6 +27,8 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
+from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.remoting.service import RemotingFront
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
@@ -57,11 +59,15 @@ class NotifierState:
 STATE = web.AppKey("notifier_state", NotifierState)
 FEED = web.AppKey("notifier_feed", NoticeFeed)
 HELD = web.AppKey("notifier_held", HeldPulls)
+REMOTING = web.AppKey("notifier_remoting", RemotingFront)
 METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 
 
 def create_app(view: StoreView, offsets: ConsumerOffsets,
-               settings: NotifierSettings) -> web.Application:
+               settings: NotifierSettings, *, remoting: RemotingSettings | None = None,
+               queue_count_max: int = 8) -> web.Application:
+    """`remoting`: also serve the RocketMQ remoting front (services/remoting) with these
+    settings; `queue_count_max` is the writer's `topic_queue_count`."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max)
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
@@ -88,6 +94,11 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     router.add_get("/v1/topics", handlers.topics, allow_head=False)
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
     app.cleanup_ctx.append(_background(feed, settings, state))
+    if remoting is not None:
+        front = RemotingFront(view, offsets, remoting, queue_count_max=queue_count_max)
+        feed.add_held(front.held)
+        app[REMOTING] = front
+        app.cleanup_ctx.append(_remoting(front))
 
     async def answer_held_pulls(app: web.Application) -> None:
         state.stopping = True
@@ -121,6 +132,15 @@ def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierSta
         await asyncio.gather(*tasks, return_exceptions=True)
 
     return background
+
+
+def _remoting(front: RemotingFront) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def serve_remoting(app: web.Application) -> AsyncIterator[None]:
+        await front.start()
+        yield
+        await front.close()
+
+    return serve_remoting
 
 
 def _on_done(task: asyncio.Task[None], state: NotifierState) -> None:

@@ -41,7 +41,9 @@ async def _serve(config: ServiceConfig) -> int:
     try:
         offsets = ConsumerOffsets(config.data_dir,
                                   lock_timeout_ms=settings.offsets_lock_timeout_ms)
-        app = create_app(view, offsets, settings)
+        remoting = config.remoting if config.remoting.enabled else None
+        app = create_app(view, offsets, settings, remoting=remoting,
+                         queue_count_max=config.writer.topic_queue_count)
         await serve(app, settings, log=log, failure=lambda: None,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})
