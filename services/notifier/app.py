@@ -22,13 +22,12 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
-from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting.service import RemotingFront
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
@@ -39,6 +38,9 @@ from .metrics import NotifierMetrics
 from .notices import NoticeFeed, NoticeStream, refresh_loop
 from .openapi import notifier_openapi
 from .pulls import Puller
+
+if TYPE_CHECKING:  # the front imports the notifier's held pulls: no import cycle at run time
+    from mqstore.services.remoting.service import RemotingFront
 
 log = logging.getLogger("mqstore.notifier")
 
@@ -59,15 +61,15 @@ class NotifierState:
 STATE = web.AppKey("notifier_state", NotifierState)
 FEED = web.AppKey("notifier_feed", NoticeFeed)
 HELD = web.AppKey("notifier_held", HeldPulls)
-REMOTING = web.AppKey("notifier_remoting", RemotingFront)
+REMOTING = web.AppKey("notifier_remoting", object)
 METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 
 
 def create_app(view: StoreView, offsets: ConsumerOffsets,
-               settings: NotifierSettings, *, remoting: RemotingSettings | None = None,
-               queue_count_max: int = 8) -> web.Application:
-    """`remoting`: also serve the RocketMQ remoting front (services/remoting) with these
-    settings; `queue_count_max` is the writer's `topic_queue_count`."""
+               settings: NotifierSettings, *,
+               remoting: RemotingFront | None = None) -> web.Application:
+    """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
+    stops with the app, and the notices wake its held pulls too."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max)
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
@@ -95,10 +97,9 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
     app.cleanup_ctx.append(_background(feed, settings, state))
     if remoting is not None:
-        front = RemotingFront(view, offsets, remoting, queue_count_max=queue_count_max)
-        feed.add_held(front.held)
-        app[REMOTING] = front
-        app.cleanup_ctx.append(_remoting(front))
+        feed.add_held(remoting.held)
+        app[REMOTING] = remoting
+        app.cleanup_ctx.append(_remoting(remoting))
 
     async def answer_held_pulls(app: web.Application) -> None:
         state.stopping = True

@@ -32,6 +32,8 @@ class QueueKeyed(dict[MessageQueue, Any]):
 
 
 def dumps(value: object) -> str:
+    if isinstance(value, MessageQueue):  # before tuples: it is a NamedTuple
+        return dumps(value.to_json())
     if isinstance(value, QueueKeyed):
         return "{" + ",".join(f"{dumps(key.to_json())}:{dumps(item)}"
                               for key, item in sorted(value.items())) + "}"
@@ -41,8 +43,6 @@ def dumps(value: object) -> str:
     if isinstance(value, list | tuple | set | frozenset):
         items = sorted(value) if isinstance(value, set | frozenset) else value
         return "[" + ",".join(dumps(item) for item in items) + "]"
-    if isinstance(value, MessageQueue):
-        return dumps(value.to_json())
     return json.dumps(value, separators=(",", ":"))
 
 
