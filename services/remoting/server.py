@@ -64,7 +64,8 @@ class RemotingServer:
             return
         self._connections.add(task)
         peer_name = writer.get_extra_info("peername") or ("0.0.0.0", 0)
-        peer = Peer(f"{peer_name[0]}:{peer_name[1]}", next(self._ids))
+        host = f"[{peer_name[0]}]" if ":" in peer_name[0] else peer_name[0]
+        peer = Peer(f"{host}:{peer_name[1]}", next(self._ids))
         try:
             await self._read_loop(reader, writer, peer)
         except (FrameError, ConnectionError, asyncio.IncompleteReadError, TimeoutError) as error:
