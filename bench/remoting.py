@@ -49,6 +49,7 @@ from tests.remoting.client import (
 TOPIC = "BenchRemoting"
 QUEUES = 8
 STORE = {"flush_mode": "async"}
+CASES = ("send-1", "http-send-1", "pull-32", "http-pull-32")
 
 
 async def _send_1(services: harness.MqstoreServices, seconds: float, senders: int) -> int:
@@ -149,14 +150,16 @@ async def _http_pull_32(services: harness.MqstoreServices, per_queue: int) -> in
         return sum(await asyncio.gather(*(queue(queue_id) for queue_id in range(QUEUES))))
 
 
-def _measure(services: harness.MqstoreServices, run: Any) -> dict[str, float]:
-    cpu_before = sum(services.cpu_seconds().values())
+def _measure(services: harness.MqstoreServices, run: Any) -> dict[str, Any]:
+    before = services.cpu_seconds()
     started = time.monotonic()
     messages = asyncio.run(run)
     elapsed = time.monotonic() - started
-    cpu = sum(services.cpu_seconds().values()) - cpu_before
+    after = services.cpu_seconds()
+    per_service = {name: (after[name] - before[name]) * 1e6 / messages for name in after}
     return {"messages": messages, "msg_per_s": messages / elapsed,
-            "server_cpu_us_per_msg": cpu * 1e6 / messages}
+            "server_cpu_us_per_msg": sum(per_service.values()),
+            "cpu_us_per_msg_by_service": per_service}
 
 
 def main() -> None:
@@ -165,11 +168,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--senders", type=int, default=16)
     parser.add_argument("--preload", type=int, default=100_000)
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     arguments = parser.parse_args()
     harness.install_uvloop()
     conditions = harness.Conditions.now()
     rows: list[dict[str, Any]] = []
     per_queue = arguments.preload // QUEUES
+    chosen = set(arguments.cases)
     for run in range(arguments.runs):
         with harness.running(harness.MqstoreServices(store=STORE)) as services:
             asyncio.run(_preload(services, arguments.preload))
@@ -180,14 +185,18 @@ def main() -> None:
                 "pull-32": lambda: _pull_32(services, per_queue),
                 "http-pull-32": lambda: _http_pull_32(services, per_queue)}
             for name, case in cases.items():
+                if name not in chosen:
+                    continue
                 row = {"case": name, "run": run, **_measure(services, case())}
                 rows.append(row)
+                split = " ".join(f"{service} {value:.1f}" for service, value in
+                                 row["cpu_us_per_msg_by_service"].items())
                 print(f"run {run} {name:<13} {row['msg_per_s']:>9,.0f} msg/s "
-                      f"{row['server_cpu_us_per_msg']:>6.1f} µs/msg", flush=True)
+                      f"{row['server_cpu_us_per_msg']:>6.1f} µs/msg ({split})", flush=True)
     conditions.finish()
     print(conditions.describe())
     print(f"{'case':<13} {'msg/s (median, min-max)':>28} {'server CPU µs/msg':>18}")
-    for name in ("send-1", "http-send-1", "pull-32", "http-pull-32"):
+    for name in arguments.cases:
         picked = [row for row in rows if row["case"] == name]
         rates = [row["msg_per_s"] for row in picked]
         cpu = statistics.median(row["server_cpu_us_per_msg"] for row in picked)

@@ -8,6 +8,7 @@ admin.py, queries.py.  Everything runs on the notifier's event loop.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 
 from mqstore.services.common.remoting_settings import RemotingSettings
@@ -48,8 +49,9 @@ class Front:
         """What routes name: the STOREHOST of every record (offset msg ids embed it)."""
         return self.store_config.store_host
 
-    @property
+    @functools.cached_property
     def store_host_packed(self) -> bytes:
+        """The STOREHOST as offset msg ids embed it (address + int32 port)."""
         address, port = parse_host(self.store_config.store_host, setting="store_host")
         return address + port.to_bytes(4, "big", signed=True)
 
