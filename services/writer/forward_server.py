@@ -123,17 +123,19 @@ class ForwardServer:
         messages: list[Message] = []
         body = request.body
         position = 0
+        outer = _pairs(request.properties)
         while position < len(body):
             if len(messages) >= self._settings.batch_messages_max:
                 raise WireFormatError(f"batch holds more than {len(messages)} messages "
                                       f"(batch_messages_max)")
-            messages.append(self._entry(request, body, position))
+            messages.append(self._entry(request, body, position, outer))
             position += ENTRY_HEAD.unpack_from(body, position)[0]
         if not messages:
             raise WireFormatError("batch body holds no message")
         return messages
 
-    def _entry(self, request: ForwardRequest, body: bytes, position: int) -> Message:
+    def _entry(self, request: ForwardRequest, body: bytes, position: int,
+               outer: list[tuple[bytes, bytes]]) -> Message:
         where = f"batch entry at byte {position}"
         if position + ENTRY_HEAD.size > len(body):
             raise WireFormatError(f"{where}: its 20-byte head runs past the body")
@@ -151,8 +153,13 @@ class ForwardServer:
         inner = body[properties_at:properties_at + properties_length]
         if inner and not inner.endswith(PROPERTY_SEPARATOR):
             inner += PROPERTY_SEPARATOR  # 4.9.1-5.1.4 clients omit the last separator
+        # The batch's own properties follow each entry's, as RocketMQ's broker appends them,
+        # but never one the entry sets itself: a 5.x batch carries a UNIQ_KEY of its own,
+        # which would otherwise replace every entry's (a reader keeps the last value).
+        appended = b"".join(pair for name, pair in outer
+                            if not (inner.startswith(name) or PROPERTY_SEPARATOR + name in inner))
         return self._message(request, body[body_at:body_at + body_length], flag,
-                             inner + request.properties)
+                             inner + appended)
 
     @staticmethod
     def _message(request: ForwardRequest, body: bytes, flag: int,
@@ -162,3 +169,13 @@ class ForwardServer:
                        born_timestamp_ms=request.born_timestamp_ms, sysflag=request.sysflag,
                        reconsume_times=request.reconsume_times,
                        properties_encoded=properties or None)
+
+
+def _pairs(properties: bytes) -> list[tuple[bytes, bytes]]:
+    """(b"NAME\\x01", b"NAME\\x01value\\x02") of each property in an encoded string."""
+    pairs = []
+    for piece in properties.split(PROPERTY_SEPARATOR):
+        name, separator, _ = piece.partition(b"\x01")
+        if name and separator:
+            pairs.append((name + separator, piece + PROPERTY_SEPARATOR))
+    return pairs

@@ -84,8 +84,11 @@ async def _sends(client: RemotingClient) -> list[tuple[bytes, str]]:
         sent.append((f"single {index}".encode(), props))
     entries = [(f"batch {index}".encode(), properties(TAGS="TagC", UNIQ_KEY=f"CD{index:030X}"))
                for index in range(3)]
+    # A 5.x batch carries a UNIQ_KEY of its own: each entry keeps its own, and gets the
+    # batch's other properties after its own.
+    outer = properties(WAIT="true", UNIQ_KEY="FF" * 16)
     answer = await client.request(codes.SEND_BATCH_MESSAGE,
-                                  send_header(TOPIC, 0, props="WAIT\x01true\x02", batch=True),
+                                  send_header(TOPIC, 0, props=outer, batch=True),
                                   batch_body(entries))
     assert answer.code == codes.SUCCESS, answer.remark
     assert len(answer.ext_fields["msgId"].split(",")) == 3
