@@ -127,6 +127,7 @@ async def runtime_info(front: Front, request: Command, peer: Peer) -> Command:
              "msgGetTotalTodayNow": "0", "msgPutTotalYesterdayMorning": "0",
              "msgGetTotalYesterdayMorning": "0", "msgPutTotalTodayMorning": "0",
              "msgGetTotalTodayMorning": "0", "commitLogDiskRatio": "0.0",
+             "brokerActive": "true", "pageCacheLockTimeMills": "0",
              "remoteHeldPulls": str(front.held.held_count),
              "remoteWriterSendsInFlight": str(front.link.in_flight)}
     return request.answer(SUCCESS, body=bodies.encode({"table": table}))

@@ -48,11 +48,12 @@ class OffsetTable:
         self._dirty.setdefault((group, topic), {})[queue_id] = offset
 
     def groups(self) -> list[str]:
-        """Groups with offsets in memory (those that committed or were read)."""
-        return sorted({group for group, _ in self._memory})
+        """Groups with offsets in memory (committed here, or read from their files)."""
+        return sorted({group for (group, _), offsets in self._memory.items() if offsets})
 
     def groups_of(self, topic: str) -> list[str]:
-        return sorted({group for group, known in self._memory if known == topic})
+        return sorted({group for (group, known), offsets in self._memory.items()
+                       if known == topic and offsets})
 
     async def flush(self) -> int:
         """Write the changed offsets to the group files; returns the queues written."""

@@ -13,7 +13,7 @@ from . import bodies, headers
 from .codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError
 from .context import Front, Peer
 from .frame import Command
-from .topics import TopicConfig
+from .topics import RETRY_PREFIX, TopicConfig
 
 
 def broker_data(front: Front) -> dict[str, object]:
@@ -48,8 +48,12 @@ async def get_cluster_info(front: Front, request: Command, peer: Peer) -> Comman
 
 
 async def get_topic_list(front: Front, request: Command, peer: Peer) -> Command:
-    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), GET_TOPICS_BY_CLUSTER (224)."""
-    return request.answer(SUCCESS, body=bodies.encode({"topicList": front.topics.names()}))
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), GET_TOPICS_BY_CLUSTER (224): the topics,
+    and a `%RETRY%<group>` topic per consumer group known (`mqadmin consumerProgress`
+    finds the groups through them, as on a RocketMQ name server)."""
+    groups = set(front.clients.groups()) | set(front.offsets.groups())
+    names = set(front.topics.names()) | {f"{RETRY_PREFIX}{group}" for group in groups}
+    return request.answer(SUCCESS, body=bodies.encode({"topicList": sorted(names)}))
 
 
 async def delete_topic(front: Front, request: Command, peer: Peer) -> Command:
