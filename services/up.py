@@ -33,6 +33,9 @@ from pathlib import Path
 from mqstore.services.common.config_file import NotifierSettings
 
 SERVICES = ("writer", "indexer", "notifier")
+UP_PORTS = {"writer": 8081, "indexer": 8082, "notifier": 8083, "remoting": 9876, "forward": 8085}
+"""Default ports: the three services' HTTP, the notifier's RocketMQ remoting front (RocketMQ's
+name-server port) and the writer's listener for the sends the front forwards."""
 STOP_ORDER = ("notifier", "writer", "indexer")
 START_ORDER = ("indexer", "writer", "notifier")
 

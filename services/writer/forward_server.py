@@ -1,6 +1,6 @@
 """`ForwardServer`: the writer's listener for sends the remoting front forwards.
 
-The front (services/remoting/send_forwarding.py) keeps one connection open and pipelines
+The front (services/remoting/writer_link.py) keeps one connection open and pipelines
 requests on it (layout: services/common/forward_wire.py).  Each request becomes one put or
 one batch put through the same path as the HTTP views (`WriterHandlers.store_messages`:
 sync flush and sync masters await their acknowledgement without blocking the loop), and its
