@@ -3,9 +3,8 @@ the broker's status (28).  What `mqadmin updateTopic`, `topicStatus`, `consumerP
 `resetOffsetByTime`, `brokerStatus` and `clusterList` ask.
 
 `resetOffsetByTime` sets the group's committed offsets (the first message stored at or after
-the time, per queue).  RocketMQ's broker also tells the group's live consumers to seek
-(RESET_CONSUMER_CLIENT_OFFSET); this front does not push to clients, so a consumer that is
-running keeps its own position and commits over the reset: reset a stopped group.
+the time, per queue) and, as RocketMQ's broker does, tells the group's live consumers to
+seek there (RESET_CONSUMER_CLIENT_OFFSET, oneway, through the server's `push`).
 """
 
 from __future__ import annotations
@@ -14,7 +13,13 @@ import time
 
 from . import bodies, headers
 from .bodies import MessageQueue, QueueKeyed
-from .codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError
+from .codes import (
+    FLAG_ONEWAY,
+    RESET_CONSUMER_CLIENT_OFFSET,
+    SUCCESS,
+    TOPIC_NOT_EXIST,
+    RemotingError,
+)
 from .context import Front, Peer
 from .frame import Command
 from .offsets import store_time_at
@@ -108,7 +113,13 @@ async def reset_offset(front: Front, request: Command, peer: Peer) -> Command:
         front.offsets.commit(group, topic, queue_id, offset)
         table[_queue(front, topic, queue_id)] = offset
     await front.offsets.flush()
-    return request.answer(SUCCESS, body=bodies.encode({"offsetTable": table}))
+    body = bodies.encode({"offsetTable": table})
+    for entry in front.clients.consumers(group):  # running consumers seek there too
+        front.push(entry.connection_id, Command(
+            RESET_CONSUMER_CLIENT_OFFSET, next(front.opaques), FLAG_ONEWAY,
+            {"topic": topic, "group": group, "timestamp": str(timestamp_ms),
+             "isForce": "true"}, body))
+    return request.answer(SUCCESS, body=body)
 
 
 async def runtime_info(front: Front, request: Command, peer: Peer) -> Command:

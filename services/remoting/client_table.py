@@ -56,15 +56,17 @@ class ClientTable:
         self._locks: dict[tuple[str, MessageQueue], tuple[str, int]] = {}
         """(group, queue) → (client id, when locked or renewed, ms)."""
 
-    def heartbeat(self, entry: ClientEntry) -> bool:
-        """Record a heartbeat; returns whether a group's membership changed."""
-        self.expire()
+    def heartbeat(self, entry: ClientEntry) -> set[str]:
+        """Record a heartbeat; returns the consumer groups whose members changed (this
+        client joined or left them, or others expired from them)."""
+        changed = self.expire()
         known = self._clients.get(entry.client_id)
         if known is None and len(self._clients) >= self._clients_max:
             raise RemotingError(SYSTEM_BUSY, f"{len(self._clients)} clients are registered "
                                              f"(clients_max)")
         self._clients[entry.client_id] = entry
-        return known is None or known.consumer_groups.keys() != entry.consumer_groups.keys()
+        before = set(known.consumer_groups) if known is not None else set()
+        return changed | (before ^ set(entry.consumer_groups))
 
     def touch(self, connection_id: int) -> None:
         stamp = now_ms()
@@ -72,24 +74,29 @@ class ClientTable:
             if entry.connection_id == connection_id:
                 entry.seen_ms = stamp
 
-    def unregister(self, client_id: str) -> None:
-        self._clients.pop(client_id, None)
-        self._drop_locks({client_id})
+    def unregister(self, client_id: str) -> set[str]:
+        """Remove a client; returns the consumer groups it left."""
+        return self._remove({client_id})
 
-    def connection_closed(self, connection_id: int) -> None:
-        gone = {client_id for client_id, entry in self._clients.items()
-                if entry.connection_id == connection_id}
-        for client_id in gone:
-            del self._clients[client_id]
-        self._drop_locks(gone)
+    def connection_closed(self, connection_id: int) -> set[str]:
+        """Remove the clients of a closed connection; returns the groups they left."""
+        return self._remove({client_id for client_id, entry in self._clients.items()
+                             if entry.connection_id == connection_id})
 
-    def expire(self) -> None:
+    def expire(self) -> set[str]:
+        """Remove the clients silent for `expiry_ms`; returns the groups they left."""
         deadline = now_ms() - self._expiry_ms
-        gone = {client_id for client_id, entry in self._clients.items()
-                if entry.seen_ms < deadline}
-        for client_id in gone:
-            del self._clients[client_id]
-        self._drop_locks(gone)
+        return self._remove({client_id for client_id, entry in self._clients.items()
+                             if entry.seen_ms < deadline})
+
+    def _remove(self, client_ids: set[str]) -> set[str]:
+        groups: set[str] = set()
+        for client_id in client_ids:
+            entry = self._clients.pop(client_id, None)
+            if entry is not None:
+                groups.update(entry.consumer_groups)
+        self._drop_locks(client_ids)
+        return groups
 
     def consumers(self, group: str) -> list[ClientEntry]:
         self.expire()

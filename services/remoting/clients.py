@@ -13,7 +13,14 @@ from typing import Any
 from . import bodies, headers
 from .bodies import MessageQueue
 from .client_table import ClientEntry, Subscription, now_ms
-from .codes import CONSUMER_NOT_ONLINE, SUCCESS, SYSTEM_ERROR, RemotingError
+from .codes import (
+    CONSUMER_NOT_ONLINE,
+    FLAG_ONEWAY,
+    NOTIFY_CONSUMER_IDS_CHANGED,
+    SUCCESS,
+    SYSTEM_ERROR,
+    RemotingError,
+)
 from .context import Front, Peer
 from .frame import Command
 
@@ -42,13 +49,15 @@ async def heartbeat(front: Front, request: Command, peer: Peer) -> Command:
     for producer in _list(document, "producerDataSet"):
         if isinstance(producer.get("groupName"), str):
             entry.producer_groups.add(producer["groupName"])
-    front.clients.heartbeat(entry)
+    for group in front.clients.heartbeat(entry):
+        notify_group_changed(front, group)
     return request.answer(SUCCESS)
 
 
 async def unregister(front: Front, request: Command, peer: Peer) -> Command:
     """UNREGISTER_CLIENT (35)."""
-    front.clients.unregister(headers.text(request, "clientID"))
+    for group in front.clients.unregister(headers.text(request, "clientID")):
+        notify_group_changed(front, group)
     return request.answer(SUCCESS)
 
 
@@ -98,6 +107,17 @@ async def consumed_by(front: Front, request: Command, peer: Peer) -> Command:
     topic = headers.text(request, "topic")
     groups = sorted(set(front.clients.groups_of(topic)) | set(front.offsets.groups_of(topic)))
     return request.answer(SUCCESS, body=bodies.encode({"groupList": groups}))
+
+
+def notify_group_changed(front: Front, group: str) -> int:
+    """NOTIFY_CONSUMER_IDS_CHANGED (40, oneway) to every live consumer of `group`: each
+    rebalances now instead of on its 20 s timer.  Returns how many were told."""
+    told = 0
+    for entry in front.clients.consumers(group):
+        told += front.push(entry.connection_id, Command(
+            NOTIFY_CONSUMER_IDS_CHANGED, next(front.opaques), FLAG_ONEWAY,
+            {"consumerGroup": group}))
+    return told
 
 
 def _lock_body(request: Command) -> tuple[str, str, list[MessageQueue]]:

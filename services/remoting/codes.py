@@ -46,6 +46,7 @@ GET_TOPICS_BY_CLUSTER = 224
 
 # -- broker to client (sent, never served) ---------------------------------------------------
 NOTIFY_CONSUMER_IDS_CHANGED = 40
+RESET_CONSUMER_CLIENT_OFFSET = 220
 
 # -- response codes --------------------------------------------------------------------------
 SUCCESS = 0

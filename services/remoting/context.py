@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Awaitable, Callable
 
 from mqstore.services.common.remoting_settings import RemotingSettings
@@ -43,6 +44,11 @@ class Front:
     clients: ClientTable
     held: HeldPulls
     link: WriterLink
+    push: Callable[[int, Command], bool] = lambda connection_id, command: False
+    """Write a request of the server's own (oneway) to a connection; False if it is gone.
+    The server sets it when it starts."""
+    opaques: itertools.count[int] = dataclasses.field(default_factory=itertools.count)
+    """Opaques of the requests the server sends to clients."""
 
     @property
     def broker_address(self) -> str:

@@ -8,6 +8,11 @@
       → the handler's answer, written as soon as it is ready (clients match by opaque);
         none for a oneway request (flag bit 1)
 
+The server also writes requests of its own to clients (`push`, oneway, as RocketMQ's
+broker does): NOTIFY_CONSUMER_IDS_CHANGED to a group's consumers when one joins or leaves
+(they rebalance at once instead of on their 20 s timer), RESET_CONSUMER_CLIENT_OFFSET to a
+group's consumers when its offsets are reset.
+
 Unknown codes answer REQUEST_CODE_NOT_SUPPORTED (3) with a remark naming the code; a
 `RemotingError` answers its code and remark; any other exception answers SYSTEM_ERROR (1)
 with its text, and is logged.  A connection idle `idle_timeout_ms` is closed.
@@ -20,6 +25,7 @@ import contextlib
 import itertools
 import logging
 
+from .clients import notify_group_changed
 from .codes import SYSTEM_ERROR, RemotingError, not_supported
 from .context import Front, Peer
 from .dispatch import HANDLERS
@@ -34,8 +40,18 @@ class RemotingServer:
         self._settings = front.settings
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._writers: dict[int, asyncio.StreamWriter] = {}
         self._ids = itertools.count(1)
         self.port = 0
+        front.push = self.push
+
+    def push(self, connection_id: int, command: Command) -> bool:
+        """Write a oneway request of the server's own to a client connection."""
+        writer = self._writers.get(connection_id)
+        if writer is None or writer.is_closing():
+            return False
+        writer.writelines(encode(command))
+        return True
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._serve, self._settings.host,
@@ -66,13 +82,16 @@ class RemotingServer:
         peer_name = writer.get_extra_info("peername") or ("0.0.0.0", 0)
         host = f"[{peer_name[0]}]" if ":" in peer_name[0] else peer_name[0]
         peer = Peer(f"{host}:{peer_name[1]}", next(self._ids))
+        self._writers[peer.connection_id] = writer
         try:
             await self._read_loop(reader, writer, peer)
         except (FrameError, ConnectionError, asyncio.IncompleteReadError, TimeoutError) as error:
             if not isinstance(error, asyncio.IncompleteReadError) or error.partial:
                 log.info("closed %s: %s", peer.address, error)
         finally:
-            self.front.clients.connection_closed(peer.connection_id)
+            del self._writers[peer.connection_id]
+            for group in self.front.clients.connection_closed(peer.connection_id):
+                notify_group_changed(self.front, group)
             writer.close()
             self._connections.discard(task)
 

@@ -26,6 +26,8 @@ class RemotingClient:
         self._serialize_type = serialize_type
         self._opaque = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Command]] = {}
+        self.pushed: asyncio.Queue[Command] = asyncio.Queue()
+        """Requests the server sent of its own (NOTIFY_CONSUMER_IDS_CHANGED, ...)."""
         self._task = asyncio.create_task(self._read())
 
     @classmethod
@@ -44,6 +46,9 @@ class RemotingClient:
         while True:
             length = int.from_bytes(await self._reader.readexactly(4), "big")
             answer = decode(await self._reader.readexactly(length))
+            if not answer.is_response:
+                self.pushed.put_nowait(answer)
+                continue
             future = self._waiting.pop(answer.opaque, None)
             if future is not None:
                 future.set_result(answer)

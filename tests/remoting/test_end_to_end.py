@@ -153,6 +153,9 @@ async def _offsets_and_consumers(client: RemotingClient) -> None:
     assert stored.ext_fields["offset"] == "5"
     beat = await client.request(codes.HEART_BEAT, body=heartbeat("10.0.0.1@1#1", "cg", TOPIC))
     assert beat.code == codes.SUCCESS
+    notice = await asyncio.wait_for(client.pushed.get(), 30)  # a consumer joined "cg"
+    assert (notice.code, notice.ext_fields, notice.oneway) == (
+        codes.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "cg"}, True)
     listed = await client.request(codes.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg"})
     assert json.loads(listed.body) == {"consumerIdList": ["10.0.0.1@1#1"]}
     progress = await client.request(codes.GET_CONSUME_STATS, {"consumerGroup": "cg",

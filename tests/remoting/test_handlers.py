@@ -89,6 +89,27 @@ def test_more_queues_than_the_writer_takes_are_refused(front: Front) -> None:
     assert "outside [1, 8]" in (answer.remark or "")
 
 
+def test_a_group_is_told_when_its_members_change(front: Front) -> None:
+    pushed: list[tuple[int, Command]] = []
+    front.push = lambda connection_id, command: pushed.append((connection_id, command)) is None
+    ask(front, codes.HEART_BEAT, body=heartbeat("a@1", "cg", "t"), peer=Peer("h:1", 1))
+    ask(front, codes.HEART_BEAT, body=heartbeat("a@1", "cg", "t"), peer=Peer("h:1", 1))
+    assert [connection for connection, _ in pushed] == [1]  # joined once; renewals are quiet
+    ask(front, codes.HEART_BEAT, body=heartbeat("b@2", "cg", "t"), peer=Peer("h:2", 2))
+    assert sorted(connection for connection, _ in pushed[1:]) == [1, 2]
+    assert {command.code for _, command in pushed} == {codes.NOTIFY_CONSUMER_IDS_CHANGED}
+    assert pushed[-1][1].ext_fields == {"consumerGroup": "cg"}
+    ask(front, codes.UNREGISTER_CLIENT, {"clientID": "b@2"})
+    assert pushed[-1][0] == 1  # the one left is told
+    front.topics.create(front.topics.default("t", 2))
+    ask(front, codes.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "t", "group": "cg",
+                                                     "timestamp": "0", "isForce": "true"})
+    connection, reset = pushed[-1]
+    assert (connection, reset.code, reset.oneway) == (1, 220, True)
+    assert reset.body == (b'{"offsetTable":{{"brokerName":"mqstore","queueId":0,"topic":"t"}:0,'
+                          b'{"brokerName":"mqstore","queueId":1,"topic":"t"}:0}}')
+
+
 def test_heartbeats_build_the_consumer_list_and_a_closed_connection_leaves_it(
         front: Front) -> None:
     for connection_id, client_id in ((1, "b@2"), (2, "a@1")):
