@@ -54,8 +54,9 @@ class RemotingSettings:
     waits before reading the next frame (TCP back-pressure, nothing refused)."""
 
     held_pulls_max: int = 1000
-    """Pulls held by long polling at once; one more answers PULL_NOT_FOUND at once (the
-    client pulls again).  Each holds a future and a request."""
+    """Pulls held by long polling at once; one more that would wait answers SYSTEM_BUSY
+    (the client pulls again after its 1 s error delay, instead of at once).  Each holds a
+    future and a request."""
 
     pull_suspend_ms_max: int = 20_000
     """Longest hold of a pull, whatever `suspendTimeoutMillis` asks: clients wait 30 s for

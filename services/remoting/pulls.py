@@ -40,6 +40,7 @@ from .codes import (
     PULL_RETRY_IMMEDIATELY,
     SUBSCRIPTION_PARSE_FAILED,
     SUCCESS,
+    SYSTEM_BUSY,
     SYSTEM_ERROR,
     RemotingError,
 )
@@ -90,8 +91,11 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
             cause = await front.held.wait(topic, {queue_id: offset}, any_queue=False,
                                           timeout_s=remaining_s)
         except HeldPullsFullError:
-            deadline_s = loop.time()  # answer now: the client pulls again
-            continue
+            # Not PULL_NOT_FOUND: a push consumer would pull again at once, and spin.  An
+            # error makes it wait `pullTimeDelayMillsWhenException` (1 s) first.
+            raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {front.held.held_count} pulls are "
+                                             f"held already (remoting.held_pulls_max="
+                                             f"{front.held.held_max})") from None
         if cause == SHUTDOWN:
             deadline_s = loop.time()
 

@@ -182,3 +182,31 @@ def test_every_bound_is_checked() -> None:
         RemotingSettings(held_pulls_max=0)
     with pytest.raises(ConfigError, match="writer_address"):
         RemotingSettings(writer_address="nowhere")
+
+
+def test_a_pull_past_held_pulls_max_is_busy_not_a_spin(tmp_path: Path) -> None:
+    view = StoreView.open(tmp_path, StoreConfig())
+    try:
+        front = RemotingFront(view, ConsumerOffsets(tmp_path, lock_timeout_ms=1000),
+                              RemotingSettings(port=0, held_pulls_max=1),
+                              queue_count_max=8).front
+        header = {"consumerGroup": "cg", "topic": "TBW102", "queueId": "0",
+                  "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "2",
+                  "commitOffset": "0", "suspendTimeoutMillis": "20000", "subVersion": "0"}
+
+        async def two_pulls() -> Command | None:
+            first = asyncio.ensure_future(answer_to(front, Command(11, 1, 0, header), PEER))
+            while front.held.held_count == 0:
+                await asyncio.sleep(0)
+            second = await answer_to(front, Command(11, 2, 0, header), PEER)
+            front.held.close()  # answers the first
+            assert (await first) is not None
+            return second
+
+        second = asyncio.run(two_pulls())
+        assert second is not None
+        assert second.code == codes.SYSTEM_BUSY
+        assert second.remark == ("[OVERLOAD] 1 pulls are held already "
+                                 "(remoting.held_pulls_max=1)")
+    finally:
+        view.close()
