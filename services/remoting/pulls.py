@@ -83,9 +83,9 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
     deadline_s = loop.time() + hold_ms / 1000
     while True:
         with front.view.get(topic, queue_id, offset, min(max_messages, MAX_MESSAGES_MAX),
-                            tags=tags) as result:
+                            tags=tags, records_only=True) as result:
             remaining_s = deadline_s - loop.time()
-            if result.messages or result.status not in HOLD_STATUSES or remaining_s <= 0:
+            if result.records or result.status not in HOLD_STATUSES or remaining_s <= 0:
                 return _answer(request, result, offset=offset, where=f"{topic}/{queue_id}")
         try:
             cause = await front.held.wait(topic, {queue_id: offset}, any_queue=False,
@@ -123,7 +123,7 @@ def _answer(request: Command, result: GetResult, *, offset: int, where: str) -> 
     status = result.status
     next_offset = result.next_offset
     body = b""
-    if result.messages:
+    if result.records:
         code = SUCCESS
         body = b"".join(result.records)
     elif status is GetStatus.NO_MESSAGE_IN_QUEUE:

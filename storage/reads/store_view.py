@@ -174,9 +174,10 @@ class StoreView:
 
     # -- reads (as MessageStore's: store_reads.py) -------------------------------------------
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: TagFilter = None) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False) -> GetResult:
         """`MessageStore.get`: release the result (or use `with`) when done."""
-        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags)
+        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags,
+                               records_only=records_only)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         return self._reads.min_offset(topic, queue_id)

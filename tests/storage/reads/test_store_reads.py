@@ -171,3 +171,19 @@ def test_a_message_encoded_by_a_client_is_stored_as_sent(store: MessageStore) ->
     refused = store.put(Message("Raw", 0, b"x", sysflag=0x10))
     assert refused.status is PutStatus.MESSAGE_ILLEGAL
     assert "host-family" in refused.reason
+
+
+def test_records_only_gives_the_same_records_and_decodes_no_message(store: MessageStore) -> None:
+    for index, tag in enumerate(("red", "blue", "red")):
+        store.put(Message("Bytes", 0, b"m%d" % index, tags=tag))
+    _wait_dispatched(store)
+    for tags in (None, "red"):
+        with store.get("Bytes", 0, 0, 10, tags=tags) as full, \
+                store.get("Bytes", 0, 0, 10, tags=tags, records_only=True) as raw:
+            assert raw.messages == []
+            assert [bytes(r) for r in raw.records] == [bytes(r) for r in full.records]
+            assert len(raw.records) == (3 if tags is None else 2)
+            assert (raw.status, raw.next_offset) == (full.status, full.next_offset)
+    with store.get("Bytes", 0, 0, 10, tags="green", records_only=True) as none:
+        assert (none.status, none.records, none.next_offset) == (
+            GetStatus.NO_MATCHED_MESSAGE, [], 3)
