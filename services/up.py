@@ -86,8 +86,9 @@ class Supervisor:
             environment["MQSTORE_STORE__STORE_HOST"] = \
                 f"{reachable}:{self.options.ports['remoting']}"
             environment["MQSTORE_WRITER__FORWARD_PORT"] = str(self.options.ports["forward"])
+            # The writer's forward listener is on loopback (writer.forward_host), whatever --host.
             environment["MQSTORE_REMOTING__WRITER_ADDRESS"] = \
-                f"{reachable}:{self.options.ports['forward']}"
+                f"127.0.0.1:{self.options.ports['forward']}"
         if "indexer_url" in {field.name for field in dataclasses.fields(NotifierSettings)}:
             environment["MQSTORE_NOTIFIER__INDEXER_URL"] = self.url("indexer")
         return environment

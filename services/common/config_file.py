@@ -111,6 +111,11 @@ class WriterSettings(ServiceSettings):
     """Serve the forward listener: the remoting front's sends, RocketMQ-encoded, over one
     persistent connection (services/writer/forward_server.py)."""
 
+    forward_host: str = "127.0.0.1"
+    """The forward listener's address.  Loopback: the front runs in the notifier container
+    of the same pod (or under `mqstore up` on the same machine), and the listener takes
+    writes without any check, so it is not offered to the network unless asked."""
+
     forward_port: int = 8085
     """The forward listener's port (0: any free port, named in its log line)."""
 

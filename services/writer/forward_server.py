@@ -54,7 +54,7 @@ class ForwardServer:
 
     async def start(self) -> int:
         """Listen; returns the bound port."""
-        self._server = await asyncio.start_server(self._serve, self._settings.host,
+        self._server = await asyncio.start_server(self._serve, self._settings.forward_host,
                                                   self._settings.forward_port)
         port = int(self._server.sockets[0].getsockname()[1])
         log.info("forward listening", extra={"port": port})

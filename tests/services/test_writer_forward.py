@@ -26,7 +26,7 @@ def _request(kind: int, body: bytes, *, props: bytes = b"", queue_id: int = 1) -
 
 
 def _server(store: MessageStore) -> ForwardServer:
-    settings = WriterSettings(forward_port=0, host="127.0.0.1")
+    settings = WriterSettings(forward_port=0)
     return ForwardServer(create_app(store, settings)[HANDLERS], settings)
 
 
