@@ -1,0 +1,87 @@
+package org.mqstore.clients;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/**
+ * DefaultLitePullConsumer in its three uses: subscribe (the client rebalances and commits),
+ * assign (the caller picks queues) and seek (the caller picks offsets).  Also the read-back
+ * that verifies the producer scenarios: assign every queue, seek to 0, read to the end.
+ */
+final class LitePull {
+    private static final long POLL_MS = 1000;
+    /** After everything arrived, one more poll this long: a duplicate would show up in it. */
+    private static final long TAIL_POLL_MS = 1000;
+
+    private LitePull() {
+    }
+
+    static void pollUntilComplete(DefaultLitePullConsumer consumer, Checker checker,
+                                  long timeoutMs) {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!checker.complete() && System.currentTimeMillis() < deadline) {
+            for (MessageExt message : consumer.poll(POLL_MS)) {
+                checker.receive(message);
+            }
+        }
+        for (MessageExt message : consumer.poll(TAIL_POLL_MS)) {
+            checker.receive(message);
+        }
+    }
+
+    /** Assigns every queue of the topic, seeks each to {@code offsets} (default 0), reads. */
+    static Map<String, Object> readAssigned(String namesrv, String topic, String group,
+                                            Map<Integer, Long> offsets, Checker checker,
+                                            long timeoutMs) throws Exception {
+        DefaultLitePullConsumer consumer = Clients.litePull(namesrv, group, group);
+        consumer.setAutoCommit(false);
+        consumer.start();
+        Map<String, Object> out = new HashMap<>();
+        try {
+            List<MessageQueue> queues = new ArrayList<>(consumer.fetchMessageQueues(topic));
+            consumer.assign(queues);
+            for (MessageQueue queue : queues) {
+                consumer.seek(queue, offsets.getOrDefault(queue.getQueueId(), 0L));
+            }
+            out.put("queues", queues.size());
+            pollUntilComplete(consumer, checker, timeoutMs);
+        } finally {
+            consumer.shutdown();
+        }
+        return out;
+    }
+
+    static Map<String, Object> subscribe(String namesrv, String topic, String group,
+                                         String expression, Checker checker, long timeoutMs)
+        throws Exception {
+        DefaultLitePullConsumer consumer = Clients.litePull(namesrv, group, group);
+        consumer.subscribe(topic, expression);
+        consumer.start();
+        try {
+            pollUntilComplete(consumer, checker, timeoutMs);
+        } finally {
+            consumer.shutdown();
+        }
+        Map<String, Object> out = new HashMap<>();
+        out.put("expression", expression);
+        return out;
+    }
+
+    /** Each queue's seek offset: half its messages, so the first half must not come back. */
+    static Map<Integer, Long> halfway(List<Sent> sent) {
+        Map<Integer, Long> ends = new HashMap<>();
+        for (Sent one : sent) {
+            ends.merge(one.queueId, one.queueOffset + 1, Math::max);
+        }
+        Map<Integer, Long> offsets = new HashMap<>();
+        for (Map.Entry<Integer, Long> end : ends.entrySet()) {
+            offsets.put(end.getKey(), end.getValue() / 2);
+        }
+        return offsets;
+    }
+}
