@@ -29,6 +29,9 @@ JVM_OPTIONS = (
     f"-Drocketmq.client.logRoot={CLIENT_LOG_DIR}",
     f"-Drocketmq.log.root={CLIENT_LOG_DIR}",
 )
+TOOLS_HOME = CLIENT_LOG_DIR / "tools-home"
+"""mqadmin 4.9.x reads ROCKETMQ_HOME/conf/logback_tools.xml and stops without it; 5.x ignores it."""
+TOOLS_LOGBACK = '<configuration><root level="OFF"/></configuration>\n'
 COMMANDS = ("clusterList", "topicList", "topicRoute", "topicStatus", "updateTopic",
             "deleteTopic", "consumerProgress", "queryMsgByKey", "queryMsgById",
             "queryMsgByOffset", "resetOffsetByTime", "brokerStatus")
@@ -41,6 +44,32 @@ class AdminResult:
     output: str
     """stdout and stderr together, as a person at a terminal would see them."""
 
+    @property
+    def failed(self) -> bool:
+        """MQAdminStartup exits 0 even when its command failed: it prints the exception."""
+        return self.exit_code != 0 or "SubCommandException" in self.output
+
+    def table(self) -> list[list[str]]:
+        """The rows of the table a command printed under its `#Header  #Header` line."""
+        lines = self.output.splitlines()
+        headers = [i for i, line in enumerate(lines) if line.startswith("#")]
+        if not headers:
+            return []
+        rows = []
+        for line in lines[headers[0] + 1:]:
+            if not line.strip():
+                break
+            rows.append(line.split())
+        return rows
+
+    def field(self, name: str) -> str | None:
+        """The value of a `Name:   value` line (queryMsgById and queryMsgByOffset print them)."""
+        for line in self.output.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == name and value:
+                return value.strip()
+        return None
+
 
 @dataclass(frozen=True)
 class MqAdmin:
@@ -49,9 +78,10 @@ class MqAdmin:
     def run(self, command: str, namesrv: str, *args: str) -> AdminResult:
         """`mqadmin COMMAND -n namesrv ARGS...`; the exit code and the output, never raises
         for a failed command (the caller decides), only for a hang."""
-        CLIENT_LOG_DIR.mkdir(parents=True, exist_ok=True)
-        argv = [self.clients.java, *JVM_OPTIONS, "-cp", self.clients.classpath, MAIN_CLASS,
-                command, "-n", namesrv, *args]
+        (TOOLS_HOME / "conf").mkdir(parents=True, exist_ok=True)
+        (TOOLS_HOME / "conf" / "logback_tools.xml").write_text(TOOLS_LOGBACK)
+        argv = [self.clients.java, *JVM_OPTIONS, f"-Drocketmq.home.dir={TOOLS_HOME}",
+                "-cp", self.clients.classpath, MAIN_CLASS, command, "-n", namesrv, *args]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8",
                                   errors="replace", timeout=COMMAND_TIMEOUT_S, check=False,

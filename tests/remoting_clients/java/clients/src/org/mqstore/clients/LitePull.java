@@ -64,6 +64,8 @@ final class LitePull {
         consumer.start();
         try {
             pollUntilComplete(consumer, checker, timeoutMs);
+            // Auto-commit runs every 5 s: commit now, so the group's progress is on the broker.
+            consumer.commitSync();
         } finally {
             consumer.shutdown();
         }
