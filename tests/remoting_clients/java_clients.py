@@ -78,14 +78,16 @@ class JavaClients:
         jars = build(CLIENTS_PROJECT, version, required_jar=f"rocketmq-client-{version}.jar")
         return cls(java=jars.java, classpath=jars.classpath, version=version)
 
-    def argv(self, scenario: str, *, namesrv: str, topic: str, **options: object) -> list[str]:
+    def argv(self, scenario: str, *, namesrv: str, topic: str, options: dict[str, object],
+             jvm_options: tuple[str, ...] = JVM_OPTIONS) -> list[str]:
+        """The command line of one scenario (the benchmark passes its own `jvm_options`)."""
         CLIENT_LOG_DIR.mkdir(parents=True, exist_ok=True)
-        return [self.java, *JVM_OPTIONS, "-cp", self.classpath, MAIN_CLASS, scenario,
+        return [self.java, *jvm_options, "-cp", self.classpath, MAIN_CLASS, scenario,
                 "--namesrv", namesrv, "--topic", topic, *option_args(options)]
 
     def run(self, scenario: str, *, namesrv: str, topic: str, **options: object) -> dict[str, Any]:
         """Runs one scenario to its end; returns its result line (with `ok`)."""
-        argv = self.argv(scenario, namesrv=namesrv, topic=topic, **options)
+        argv = self.argv(scenario, namesrv=namesrv, topic=topic, options=options)
         what = f"{scenario} (rocketmq-client {self.version})"
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8",

@@ -56,6 +56,7 @@ final class LitePull {
         return out;
     }
 
+    @SuppressWarnings("deprecation") // commitSync(): 5.x prefers commit(offsets, persist)
     static Map<String, Object> subscribe(String namesrv, String topic, String group,
                                          String expression, Checker checker, long timeoutMs)
         throws Exception {
