@@ -88,6 +88,16 @@ class JavaClients:
     def run(self, scenario: str, *, namesrv: str, topic: str, **options: object) -> dict[str, Any]:
         """Runs one scenario to its end; returns its result line (with `ok`)."""
         argv = self.argv(scenario, namesrv=namesrv, topic=topic, options=options)
+        return self._result(scenario, argv)
+
+    def check_selftest(self) -> dict[str, Any]:
+        """The Checker's verdicts on messages spoiled one field at a time (no server)."""
+        CLIENT_LOG_DIR.mkdir(parents=True, exist_ok=True)
+        scenario = "check-selftest"
+        return self._result(scenario, [self.java, *JVM_OPTIONS, "-cp", self.classpath,
+                                       MAIN_CLASS, scenario])
+
+    def _result(self, scenario: str, argv: list[str]) -> dict[str, Any]:
         what = f"{scenario} (rocketmq-client {self.version})"
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8",

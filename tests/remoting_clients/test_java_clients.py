@@ -31,6 +31,21 @@ def assert_all_received(result: dict[str, Any], *, expected: int) -> None:
     assert result["ok"] is True, result
 
 
+def test_the_checker_catches_every_kind_of_difference(java_clients: JavaClients) -> None:
+    """No server: the Checker gets messages spoiled one field at a time (SelfTest.java)."""
+    cases = java_clients.check_selftest()["cases"]
+    assert cases.pop("exact") == {"expected": 1, "received": 1, "missingCount": 0,
+                                  "missing": [], "duplicates": 0, "unexpected": 0,
+                                  "mismatchCount": 0, "mismatches": [], "ok": True}
+    for field in ("body", "tags", "keys", "propertyChanged", "propertyAdded",
+                  "propertyDropped", "msgId", "queueId", "queueOffset"):
+        assert cases[field]["mismatchCount"] == 1, (field, cases[field])
+        assert cases[field]["ok"] is False, (field, cases[field])
+    assert cases["duplicate"]["duplicates"] == 1 and cases["duplicate"]["ok"] is False
+    assert cases["missing"]["missingCount"] == 1 and cases["missing"]["ok"] is False
+    assert cases["unexpected"]["unexpected"] == 1 and cases["unexpected"]["ok"] is False
+
+
 @pytest.mark.parametrize("mode", ["sync", "async", "oneway", "batch", "selector"])
 def test_produce_then_read_back(java_clients: JavaClients, namesrv: str, topic: str,
                                 mode: str) -> None:

@@ -16,6 +16,7 @@ import java.util.Map;
  *   lite-seek      assign, seek each queue halfway: only the second halves come back
  *   push-concurrently, push-orderly, push-rebalance (two instances in one group)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
+ *   check-selftest the Checker against spoiled messages, no server (see SelfTest)
  * </pre>
  *
  * Common options: --namesrv host:port --topic T [--count N] [--body-bytes B] [--timeout-s S].
@@ -33,7 +34,10 @@ public final class Main {
         Args args = new Args(argv, 1);
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("scenario", scenario);
-        if (scenario.startsWith("bench-")) {
+        if (scenario.equals("check-selftest")) {
+            args.checkAllUsed();
+            out.putAll(SelfTest.run());
+        } else if (scenario.startsWith("bench-")) {
             out.putAll(Bench.run(scenario, args));
         } else {
             out.putAll(Scenarios.run(scenario, args));
