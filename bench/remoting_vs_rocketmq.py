@@ -73,6 +73,10 @@ class Sizes:
     single_count: int = 20_000
     batch_count: int = 256_000
     latency_seconds: int = 20
+    warmup_count: int = 8_192
+    """Single sends and as many in batches before the first case, not recorded: a fresh JVM
+    broker interprets its code for the first thousands of requests, and its JIT compiles
+    would be charged to the first case's CPU per message."""
 
 
 def run_bench(clients: JavaClients, target: Target, scenario: str, topic: str,
@@ -129,6 +133,12 @@ def measure(clients: JavaClients, target: Target, flush: str, cases: Sequence[st
     batch_topic = f"bench-batch-{uuid.uuid4().hex[:8]}"
     if "consume" in cases and "batch-256" not in cases:
         raise ValueError("consume reads what batch-256 wrote: run both")
+    if sizes.warmup_count:
+        warmup_topic = f"bench-warmup-{uuid.uuid4().hex[:8]}"
+        run_bench(clients, target, "bench-produce", warmup_topic, threads=16,
+                  count=sizes.warmup_count)
+        run_bench(clients, target, "bench-batch", warmup_topic, threads=4, batch=256,
+                  count=sizes.warmup_count)
     rows = []
     for case in cases:
         result = run_case(clients, target, case, sizes, batch_topic)
@@ -137,7 +147,8 @@ def measure(clients: JavaClients, target: Target, flush: str, cases: Sequence[st
                      "msg_per_s": result["msgPerS"], "p50_us": result.get("p50Us"),
                      "p99_us": result.get("p99Us"), "messages": messages,
                      "server_cpu_us_per_msg": result["serverCpuS"] * 1e6 / max(1, messages),
-                     "ok": result["ok"], "failures": result.get("failures", 0)})
+                     "ok": result["ok"], "failures": result.get("failures", 0),
+                     "failure_samples": result.get("failureSamples", [])})
         print(f"  {target.label} {flush} {case}: {rows[-1]}", flush=True)
     return rows
 
@@ -170,6 +181,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--single-count", type=int, default=Sizes.single_count)
     parser.add_argument("--batch-count", type=int, default=Sizes.batch_count)
     parser.add_argument("--latency-seconds", type=int, default=Sizes.latency_seconds)
+    parser.add_argument("--warmup-count", type=int, default=Sizes.warmup_count)
     arguments = parser.parse_args(argv)
     if arguments.namesrv and (len(arguments.flush) != 1 or not arguments.pids):
         parser.error("--namesrv needs --pids and the one --flush that system runs with")
@@ -180,7 +192,8 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
-    sizes = Sizes(arguments.single_count, arguments.batch_count, arguments.latency_seconds)
+    sizes = Sizes(arguments.single_count, arguments.batch_count, arguments.latency_seconds,
+                  arguments.warmup_count)
     clients = JavaClients.build(CLIENT_5)
     conditions = harness.Conditions.now()
     rows: list[dict[str, Any]] = []
