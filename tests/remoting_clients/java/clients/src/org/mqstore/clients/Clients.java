@@ -12,6 +12,12 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
  */
 final class Clients {
     static final int SEND_TIMEOUT_MS = 10_000;
+    /**
+     * How often clients ask the name server for their topics' routes (RocketMQ's default is
+     * 30 s).  A topic created by the first send reaches the name server a moment later; a
+     * consumer that started before would otherwise find no queue for half a minute.
+     */
+    static final int ROUTE_POLL_MS = 1000;
 
     private Clients() {
     }
@@ -21,6 +27,7 @@ final class Clients {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName(instance);
         producer.setVipChannelEnabled(false);
+        producer.setPollNameServerInterval(ROUTE_POLL_MS);
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         // The test topics are created on first send from the broker's default topic; four
         // queues are enough for two consumers to share them.
@@ -35,6 +42,7 @@ final class Clients {
         consumer.setNamesrvAddr(namesrv);
         consumer.setInstanceName(instance);
         consumer.setVipChannelEnabled(false);
+        consumer.setPollNameServerInterval(ROUTE_POLL_MS);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         return consumer;
     }
@@ -44,6 +52,7 @@ final class Clients {
         consumer.setNamesrvAddr(namesrv);
         consumer.setInstanceName(instance);
         consumer.setVipChannelEnabled(false);
+        consumer.setPollNameServerInterval(ROUTE_POLL_MS);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         return consumer;
     }

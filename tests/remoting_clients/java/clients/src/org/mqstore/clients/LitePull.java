@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -17,6 +18,8 @@ final class LitePull {
     private static final long POLL_MS = 1000;
     /** After everything arrived, one more poll this long: a duplicate would show up in it. */
     private static final long TAIL_POLL_MS = 1000;
+    private static final long ROUTE_RETRY_MS = 500;
+    private static final int SEEK_RETRIES_MAX = 3;
 
     private LitePull() {
     }
@@ -43,17 +46,56 @@ final class LitePull {
         consumer.start();
         Map<String, Object> out = new HashMap<>();
         try {
-            List<MessageQueue> queues = new ArrayList<>(consumer.fetchMessageQueues(topic));
+            List<MessageQueue> queues = awaitRoute(consumer, topic, timeoutMs);
             consumer.assign(queues);
+            int seekRetries = 0;
             for (MessageQueue queue : queues) {
-                consumer.seek(queue, offsets.getOrDefault(queue.getQueueId(), 0L));
+                seekRetries += seek(consumer, queue, offsets.getOrDefault(queue.getQueueId(), 0L));
             }
             out.put("queues", queues.size());
+            out.put("seekRetries", seekRetries);
             pollUntilComplete(consumer, checker, timeoutMs);
         } finally {
             consumer.shutdown();
         }
         return out;
+    }
+
+    /**
+     * The topic's queues once the name server has its route.  A topic the broker created on
+     * the first send reaches the name server with the broker's next registration: oneway sends
+     * return before that, and the route may not be there yet when the read-back starts.
+     */
+    static List<MessageQueue> awaitRoute(DefaultLitePullConsumer consumer, String topic,
+                                         long timeoutMs) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (true) {
+            try {
+                return new ArrayList<>(consumer.fetchMessageQueues(topic));
+            } catch (MQClientException notYet) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw notYet;
+                }
+                Thread.sleep(ROUTE_RETRY_MS);
+            }
+        }
+    }
+
+    /** Seeks, retrying a few times (seek asks the broker for the queue's bounds); returns the
+     * number of retries, which the result line reports. */
+    private static int seek(DefaultLitePullConsumer consumer, MessageQueue queue, long offset)
+        throws Exception {
+        for (int retry = 0; ; retry++) {
+            try {
+                consumer.seek(queue, offset);
+                return retry;
+            } catch (MQClientException error) {
+                if (retry == SEEK_RETRIES_MAX) {
+                    throw error;
+                }
+                Thread.sleep(ROUTE_RETRY_MS);
+            }
+        }
     }
 
     @SuppressWarnings("deprecation") // commitSync(): 5.x prefers commit(offsets, persist)
