@@ -90,11 +90,13 @@ final class Bench {
         consumer.start();
         Map<String, Object> out = new LinkedHashMap<>();
         try {
-            List<MessageQueue> queues = new ArrayList<>(consumer.fetchMessageQueues(topic));
+            List<MessageQueue> queues = LitePull.awaitRoute(consumer, topic, 60_000);
             consumer.assign(queues);
+            int seekRetries = 0;
             for (MessageQueue queue : queues) {
-                consumer.seek(queue, 0);
+                seekRetries += LitePull.seek(consumer, queue, 0);
             }
+            out.put("seekRetries", seekRetries);
             phase("start");
             long start = System.nanoTime();
             long received = 0;

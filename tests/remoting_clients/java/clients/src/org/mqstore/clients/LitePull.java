@@ -81,9 +81,13 @@ final class LitePull {
         }
     }
 
-    /** Seeks, retrying a few times (seek asks the broker for the queue's bounds); returns the
-     * number of retries, which the result line reports. */
-    private static int seek(DefaultLitePullConsumer consumer, MessageQueue queue, long offset)
+    /**
+     * Seeks, retrying a few times; returns the number of retries, which result lines report.
+     * Seek asks the broker for the queue's bounds, and the 5.5.0 client's first request on a
+     * new connection has been seen to fail with "send request to ... failed" on a loaded
+     * machine (RocketMQ itself was the server).
+     */
+    static int seek(DefaultLitePullConsumer consumer, MessageQueue queue, long offset)
         throws Exception {
         for (int retry = 0; ; retry++) {
             try {
