@@ -85,6 +85,7 @@ final class Bench {
                                                int pullBatch) throws Exception {
         DefaultLitePullConsumer consumer = Clients.litePull(namesrv, "bench-consume-" + topic,
             "bench-consume");
+        LitePull.startAtEnd(consumer);
         consumer.setAutoCommit(false);
         consumer.setPullBatchSize(pullBatch);
         consumer.start();
