@@ -2,23 +2,25 @@
 
 The seam for another target is `namesrv`: a session fixture parametrized over `TARGETS`,
 each value naming a fixture `<target>_namesrv` that returns the name server address
-("127.0.0.1:PORT") of a running system.  Today only "rocketmq" (Apache RocketMQ 5.5.0, the
-reference that proves the harness right); adding mqstore is a fixture `mqstore_namesrv` and
-"mqstore" in `TARGETS`.
+("127.0.0.1:PORT") of a running system: "rocketmq" (Apache RocketMQ 5.5.0, the reference
+that proves the harness right) and "mqstore" (`mqstore up`, whose remoting front answers as
+name server and broker on one port).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.remoting.up_process import mqstore_up
 from tests.remoting_clients.java_clients import CLIENT_VERSIONS, JavaClients
 from tests.remoting_clients.mqadmin import MqAdmin
 from tests.remoting_clients.rocketmq_peer import RocketMqPeer
 
-TARGETS = ("rocketmq",)
+TARGETS = ("rocketmq", "mqstore")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +42,14 @@ def rocketmq_peer() -> Iterator[RocketMqPeer]:
 @pytest.fixture(scope="session")
 def rocketmq_namesrv(rocketmq_peer: RocketMqPeer) -> str:
     return rocketmq_peer.namesrv
+
+
+@pytest.fixture(scope="session")
+def mqstore_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`mqstore up` on a fresh data directory for the whole session: its remoting port."""
+    directory: Path = tmp_path_factory.mktemp("mqstore-up")
+    with mqstore_up(directory) as ports:
+        yield f"127.0.0.1:{ports['remoting']}"
 
 
 @pytest.fixture(scope="session", params=TARGETS)
