@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 REQUEST_CODE_NOT_SUPPORTED = 3
+GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
+SUCCESS = 0
 JSON_SERIALIZATION = 0
 RESPONSE_FLAG = 1
 TIMEOUT_S = 30.0
@@ -81,3 +83,9 @@ def broker_addresses(namesrv: str) -> list[str]:
     response = request(namesrv, GET_BROKER_CLUSTER_INFO)
     text = response.body.decode("utf-8", errors="replace")
     return sorted(set(re.findall(r'"(\d{1,3}(?:\.\d{1,3}){3}:\d+)"', text)))
+
+
+def has_route(namesrv: str, topic: str) -> bool:
+    """Whether the name server answers GET_ROUTEINFO_BY_TOPIC for `topic` with SUCCESS."""
+    return request(namesrv, GET_ROUTEINFO_BY_TOPIC,
+                   ext_fields={"topic": topic}).header.get("code") == SUCCESS

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.remoting_clients.maven_build import REPO_ROOT, BuildError, build
+from tests.remoting_clients.raw_remoting import has_route
 
 PEER_PROJECT = REPO_ROOT / "tests" / "remoting_clients" / "java" / "peer"
 ROCKETMQ_PEER_VERSION = "5.5.0"
@@ -43,6 +44,7 @@ START_TIMEOUT_S = 180.0
 """Each JVM prints its boot line after about 10 s on an idle two-core machine; far more when
 the machine is shared, so the bound is generous."""
 STOP_TIMEOUT_S = 60.0
+AUTO_CREATE_TEMPLATE_TOPIC = "TBW102"
 PORT_TRIES_MAX = 50
 
 # Java 9+ only lets RocketMQ unmap its mapped files (MappedFile.clean) with these opens.
@@ -160,6 +162,7 @@ class RocketMqPeer:
                          "org.apache.rocketmq.namesrv.NamesrvStartup", namesrv_port)
             peer._launch(jars.java, jars.classpath, "broker", BROKER_HEAP,
                          "org.apache.rocketmq.broker.BrokerStartup", broker_port)
+            peer._await_registration()
             yield peer
         finally:
             peer.stop()
@@ -192,6 +195,18 @@ class RocketMqPeer:
             time.sleep(0.2)
         raise PeerError(f"RocketMQ {process.name} did not boot in {START_TIMEOUT_S}s:\n"
                         f"{process.log_tail()}")
+
+    def _await_registration(self) -> None:
+        """Until the name server routes TBW102, the template auto-created topics come from.
+
+        The broker prints "boot success" before its first registration reaches the name
+        server; on a loaded machine a client started in that gap gets "No route info"."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not has_route(self.namesrv, AUTO_CREATE_TEMPLATE_TOPIC):
+            if time.monotonic() > deadline:
+                raise PeerError(f"the broker did not register with the name server in "
+                                f"{START_TIMEOUT_S}s:\n{self.processes[-1].log_tail()}")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """SIGTERM (RocketMQ's shutdown hooks flush and persist), SIGKILL after a bound."""
