@@ -13,7 +13,7 @@ import org.apache.rocketmq.common.message.MessageQueue;
 /**
  * DefaultLitePullConsumer in its three uses: subscribe (the client rebalances and commits),
  * assign (the caller picks queues) and seek (the caller picks offsets).  Also the read-back
- * that verifies the producer scenarios: assign every queue, seek to 0, read to the end.
+ * of the assign scenario: assign every queue, seek to 0, read to the end.
  */
 final class LitePull {
     private static final long POLL_MS = 1000;

@@ -67,6 +67,8 @@ final class Scenarios {
         throws Exception {
         switch (scenario) {
             case "produce":
+                checker.expectAll(sent, null);
+                return PullReadBack.readAll(namesrv, topic, group, checker, timeoutMs);
             case "lite-assign":
                 checker.expectAll(sent, null);
                 return LitePull.readAssigned(namesrv, topic, group, new HashMap<>(), checker,
