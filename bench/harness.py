@@ -94,6 +94,11 @@ class MqstoreServices:
         return f"http://127.0.0.1:{self._ports[name]}"
 
     @property
+    def remoting_address(self) -> str:
+        """The notifier's RocketMQ remoting front (name server and broker)."""
+        return f"127.0.0.1:{self._ports['remoting']}"
+
+    @property
     def data_dir(self) -> Path:
         assert self._directory is not None, "not started"
         return self._directory / "data"
@@ -101,13 +106,18 @@ class MqstoreServices:
     def start(self) -> None:
         assert self._directory is None, "already started"
         self._directory = Path(tempfile.mkdtemp(prefix="mqstore-bench-"))
-        self._ports = {name: free_port() for name in START_ORDER}
+        self._ports = {name: free_port() for name in (*START_ORDER, "remoting", "forward")}
         common = {"host": "127.0.0.1", "log_level": "warning", "event_loop": self._event_loop}
         config = {"data_dir": str(self.data_dir), "store": self._store,
                   "writer": {**common, "port": self._ports["writer"], **self._writer},
                   "indexer": {**common, "port": self._ports["indexer"]},
                   "notifier": {**common, "port": self._ports["notifier"],
-                               "indexer_url": self.url("indexer")}}
+                               "indexer_url": self.url("indexer")},
+                  "remoting": {"host": "127.0.0.1", "port": self._ports["remoting"],
+                               "writer_address": f"127.0.0.1:{self._ports['forward']}"}}
+        config["writer"].setdefault("forward_port", self._ports["forward"])
+        config["store"] = {"store_host": f"127.0.0.1:{self._ports['remoting']}",
+                           **config["store"]}
         path = self._directory / "mqstore.yaml"
         path.write_text(json.dumps(config))  # JSON is YAML
         try:

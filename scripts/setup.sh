@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything mqstore needs on a fresh Debian machine: Debian packages (the JDK and
-# Maven for the RocketMQ interop test, the real e2e node's runtime and image tools) and a
-# virtualenv in .venv with the project installed in editable mode.  Safe to run again; it
-# only installs what is missing.
+# Maven for the RocketMQ interop and remoting client tests, the real e2e node's runtime and
+# image tools) and a virtualenv in .venv with the project installed in editable mode.  Safe
+# to run again; it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One setup at a time: two concurrent pip installs into one venv can break it.
@@ -14,6 +14,9 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+# setpriv: the RocketMQ peer's JVMs die with the Python process that started them
+# (tests/remoting_clients/rocketmq_peer.py).  Go, for its Go client, comes with the machine.
+command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
 # Redis Streams: the peer the benchmarks in bench/ measure beside mqstore, in the same run.
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # Prometheus and promtool: the observability test scrapes the services with a real Prometheus

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test, as CI runs it: set up, lint, type-check, check the layers, build and test
-# lossyfs (the power-loss test's file system, tests/powerloss/), run pytest, then the e2e
-# suite against a real kube-apiserver and a real single-node cluster (built into .cache/e2e
-# on first use).
+# lossyfs (the power-loss test's file system, tests/powerloss/), build the remoting client
+# tests' Java and Go programs (tests/remoting_clients/), run pytest, then the e2e suite
+# against a real kube-apiserver and a real single-node cluster (built into .cache/e2e on
+# first use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,9 @@ echo "== layers";      .venv/bin/lint-imports
 # lossyfs, the power-loss test's FUSE file system: go vet, its Go tests, and the build (cached
 # in .cache/lossyfs/ by a hash of its sources), outside any test's timeout.  No Go fails CI.
 echo "== lossyfs";     bash scripts/build-lossyfs.sh --check
+# The remoting client tests' jars (Maven Central) and Go client (module proxy), built into
+# .cache/remoting_clients/ here, outside any test's timeout; a failed build fails CI.
+echo "== remoting clients build"; .venv/bin/python -m tests.remoting_clients.prebuild
 echo "== pytest";      .venv/bin/pytest "$@"
 # The control plane's binaries are built here, outside any test's timeout; a failed build
 # (no Go, no module proxy) fails CI.  A cold build takes minutes, a cached one nothing.

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from mqstore.services.up import UP_PORTS
 from mqstore.storage import (
     ConfigError,
     FlushMode,
@@ -123,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--config", type=Path, default=None,
                     help="the services' YAML config file (default: only --data)")
     up.add_argument("--host", default="127.0.0.1", help="listen address of all three")
-    for name, port in (("writer", 8081), ("indexer", 8082), ("notifier", 8083)):
+    for name, port in UP_PORTS.items():
         up.add_argument(f"--{name}-port", type=_port, default=port,
                         help=f"the {name}'s port (default {port})")
     up.set_defaults(handler=_up)
@@ -330,10 +331,9 @@ def _port(text: str) -> int:
 def _up(arguments: argparse.Namespace) -> int:
     from mqstore.services.up import UpOptions, run_up  # noqa: PLC0415 (no aiohttp for others)
 
-    ports = {"writer": arguments.writer_port, "indexer": arguments.indexer_port,
-             "notifier": arguments.notifier_port}
+    ports = {name: getattr(arguments, f"{name}_port") for name in UP_PORTS}
     if len(set(ports.values())) != len(ports):
-        raise UsageError(f"the three services need three different ports, got {ports}")
+        raise UsageError(f"the services need different ports, got {ports}")
     if arguments.config is not None and not arguments.config.is_file():
         raise UsageError(f"--config {arguments.config}: no such file")
     options = UpOptions(data_dir=arguments.data.resolve(), ports=ports, host=arguments.host,

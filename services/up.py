@@ -6,7 +6,10 @@
 
 The same processes the containers of a Broker pod run, with the same config file (given with
 `--config`, or a minimal one naming `--data`); ports come in as `MQSTORE_<SERVICE>__PORT`
-overrides.  `up` supervises them: it waits until each answers /readyz, prints the URLs, and
+overrides.  The notifier also serves the RocketMQ remoting protocol (`ports["remoting"]`,
+9876: name server and broker on one port), forwarding sends to the writer's forward port
+(`ports["forward"]`, 8085); the records' STOREHOST, which routes name, is set to the
+remoting address.  `up` supervises them: it waits until each answers /readyz, prints the URLs, and
 restarts one that dies (after `restart_backoff_ms`, doubling to `restart_backoff_max_ms`),
 because every service recovers from its files on start.  Ctrl-C or SIGTERM stops them in the
 order that loses nothing: notifier (no more reads), writer (drains, flushes), then the indexer
@@ -30,6 +33,9 @@ from pathlib import Path
 from mqstore.services.common.config_file import NotifierSettings
 
 SERVICES = ("writer", "indexer", "notifier")
+UP_PORTS = {"writer": 8081, "indexer": 8082, "notifier": 8083, "remoting": 9876, "forward": 8085}
+"""Default ports: the three services' HTTP, the notifier's RocketMQ remoting front (RocketMQ's
+name-server port) and the writer's listener for the sends the front forwards."""
 STOP_ORDER = ("notifier", "writer", "indexer")
 START_ORDER = ("indexer", "writer", "notifier")
 
@@ -72,6 +78,17 @@ class Supervisor:
         for name in SERVICES:
             environment[f"MQSTORE_{name.upper()}__HOST"] = self.options.host
             environment[f"MQSTORE_{name.upper()}__PORT"] = str(self.options.ports[name])
+        if "remoting" in self.options.ports:
+            reachable = "127.0.0.1" if self.options.host in ("0.0.0.0", "") else \
+                self.options.host
+            environment["MQSTORE_REMOTING__HOST"] = self.options.host
+            environment["MQSTORE_REMOTING__PORT"] = str(self.options.ports["remoting"])
+            environment["MQSTORE_STORE__STORE_HOST"] = \
+                f"{reachable}:{self.options.ports['remoting']}"
+            environment["MQSTORE_WRITER__FORWARD_PORT"] = str(self.options.ports["forward"])
+            # The writer's forward listener is on loopback (writer.forward_host), whatever --host.
+            environment["MQSTORE_REMOTING__WRITER_ADDRESS"] = \
+                f"127.0.0.1:{self.options.ports['forward']}"
         if "indexer_url" in {field.name for field in dataclasses.fields(NotifierSettings)}:
             environment["MQSTORE_NOTIFIER__INDEXER_URL"] = self.url("indexer")
         return environment
@@ -92,6 +109,9 @@ class Supervisor:
             self._spawn(name, self.options.restart_backoff_ms)
             self._wait_ready(name)
             self._say(f"{name:<8} {self.url(name)}")
+            if name == "notifier" and "remoting" in self.options.ports:
+                self._say(f"remoting {self.options.host}:{self.options.ports['remoting']} "
+                          f"(RocketMQ name server and broker: setNamesrvAddr)")
 
     def _wait_ready(self, name: str) -> None:
         deadline = time.monotonic() + self.options.ready_timeout_s

@@ -16,12 +16,14 @@ from .errors import (
     StoreError,
     StoreFormatError,
     StoreLockedError,
+    SubscriptionExpressionError,
     TopicNameError,
 )
 from .files.checkpoint import CheckpointState
 from .format.message import Message, PutResult, PutStatus, StoredMessage
 from .format.record import SysFlag
 from .format.record_scan import Damage
+from .format.subscription import parse_tags
 from .format.topic import validate_topic
 from .race.read_cache import ReadCacheStats
 from .race.store import AppendError, RangeReadTimeoutError
@@ -64,7 +66,9 @@ __all__ = [
     "StoreLockedError",
     "StoreStats",
     "StoredMessage",
+    "SubscriptionExpressionError",
     "SysFlag",
     "TopicNameError",
+    "parse_tags",
     "validate_topic",
 ]

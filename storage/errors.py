@@ -66,3 +66,8 @@ class ReplicationGapError(StoreError):
     """`append_raw` was handed bytes that do not start exactly at the end of this log (a gap
     or an overlap), or that are not whole records: nothing was appended.  The follower drops
     the connection and reconnects, reporting where its log really ends."""
+
+
+class SubscriptionExpressionError(StoreError, ValueError):
+    """A tag subscription expression that cannot be parsed (RocketMQ's
+    SUBSCRIPTION_PARSE_FAILED): the message says what is wrong with it."""

@@ -26,6 +26,7 @@ from .config import StoreConfig
 from .dispatch.dispatcher import Listener
 from .errors import StoreClosedError
 from .format.message import Message, PutResult, StoredMessage
+from .format.subscription import TagFilter
 from .log.flush import GroupCommitStats
 from .opening import OpenedStore, open_directory
 from .reads.get import GetResult
@@ -208,11 +209,14 @@ class MessageStore:
         return self._reads.iter_messages(start_position)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: Sequence[str] | None = None) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False) -> GetResult:
         """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
-        the result when done."""
+        the result when done.  `tags`: an expression ("TagA || TagB", "*") or a
+        sequence of tags (`SubscriptionExpressionError` if it cannot be parsed).
+        `records_only`: fill only `records`, the stored bytes, decoding no message."""
         self._check_open()
-        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags)
+        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags,
+                               records_only=records_only)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         return self._reads.min_offset(topic, queue_id)

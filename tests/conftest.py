@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,13 @@ import pytest
 from mqstore.storage import MessageStore, StoreConfig
 
 SMALL_SEGMENT_BYTES = 64 * 1024
+
+# Services the tests start listen for the remoting protocol (9876) and forwarded sends (8085)
+# by default: in tests, any free port, so a RocketMQ name server or another run on this
+# machine never makes a notifier or writer fail to start.  Tests of the protocol itself
+# name their ports (tests/remoting/up_process.py).
+os.environ.setdefault("MQSTORE_REMOTING__PORT", "0")
+os.environ.setdefault("MQSTORE_WRITER__FORWARD_PORT", "0")
 
 
 def small_config(**overrides: object) -> StoreConfig:

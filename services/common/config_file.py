@@ -31,6 +31,7 @@ from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
 
 from .config_values import field_types, from_yaml
+from .remoting_settings import RemotingSettings
 from .replication_settings import ReplicationSettings, check_role
 
 ENV_PREFIX = "MQSTORE_"
@@ -106,12 +107,30 @@ class WriterSettings(ServiceSettings):
     more gets 503 SYSTEM_BUSY with Retry-After before its body is read.  RocketMQ bounds
     the same queue at 10,000 (`sendThreadPoolQueueCapacity`)."""
 
+    forward_enabled: bool = True
+    """Serve the forward listener: the remoting front's sends, RocketMQ-encoded, over one
+    persistent connection (services/writer/forward_server.py)."""
+
+    forward_host: str = "127.0.0.1"
+    """The forward listener's address.  Loopback: the front runs in the notifier container
+    of the same pod (or under `mqstore up` on the same machine), and the listener takes
+    writes without any check, so it is not offered to the network unless asked."""
+
+    forward_port: int = 8085
+    """The forward listener's port (0: any free port, named in its log line)."""
+
+    forward_frame_size_bytes_max: int = 16 * MIB
+    """Largest forwarded send read: the front's own frame bound (a batch of 4 MiB bodies)."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
-                     "retry_after_s", "put_requests_in_flight_max"):
+                     "retry_after_s", "put_requests_in_flight_max",
+                     "forward_frame_size_bytes_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
+        if not 0 <= self.forward_port <= 65535:
+            raise ConfigError(f"forward_port={self.forward_port} must be in 0..65535")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -222,7 +241,8 @@ class NotifierSettings(ServiceSettings):
 
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
                                   "indexer": IndexerSettings, "notifier": NotifierSettings,
-                                  "replication": ReplicationSettings}
+                                  "replication": ReplicationSettings,
+                                  "remoting": RemotingSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -235,6 +255,7 @@ class ServiceConfig:
     indexer: IndexerSettings
     notifier: NotifierSettings
     replication: ReplicationSettings = dataclasses.field(default_factory=ReplicationSettings)
+    remoting: RemotingSettings = dataclasses.field(default_factory=RemotingSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -37,6 +38,9 @@ from .metrics import NotifierMetrics
 from .notices import NoticeFeed, NoticeStream, refresh_loop
 from .openapi import notifier_openapi
 from .pulls import Puller
+
+if TYPE_CHECKING:  # the front imports the notifier's held pulls: no import cycle at run time
+    from mqstore.services.remoting.service import RemotingFront
 
 log = logging.getLogger("mqstore.notifier")
 
@@ -57,11 +61,15 @@ class NotifierState:
 STATE = web.AppKey("notifier_state", NotifierState)
 FEED = web.AppKey("notifier_feed", NoticeFeed)
 HELD = web.AppKey("notifier_held", HeldPulls)
+REMOTING = web.AppKey("notifier_remoting", object)
 METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 
 
 def create_app(view: StoreView, offsets: ConsumerOffsets,
-               settings: NotifierSettings) -> web.Application:
+               settings: NotifierSettings, *,
+               remoting: RemotingFront | None = None) -> web.Application:
+    """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
+    stops with the app, and the notices wake its held pulls too."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max)
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
@@ -88,6 +96,10 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     router.add_get("/v1/topics", handlers.topics, allow_head=False)
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
     app.cleanup_ctx.append(_background(feed, settings, state))
+    if remoting is not None:
+        feed.add_held(remoting.held)
+        app[REMOTING] = remoting
+        app.cleanup_ctx.append(_remoting(remoting))
 
     async def answer_held_pulls(app: web.Application) -> None:
         state.stopping = True
@@ -121,6 +133,15 @@ def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierSta
         await asyncio.gather(*tasks, return_exceptions=True)
 
     return background
+
+
+def _remoting(front: RemotingFront) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def serve_remoting(app: web.Application) -> AsyncIterator[None]:
+        await front.start()
+        yield
+        await front.close()
+
+    return serve_remoting
 
 
 def _on_done(task: asyncio.Task[None], state: NotifierState) -> None:

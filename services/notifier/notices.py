@@ -50,20 +50,30 @@ class NoticeFormatError(ValueError):
 class NoticeFeed:
     def __init__(self, view: StoreView, held: HeldPulls, metrics: NotifierMetrics) -> None:
         self._view = view
-        self._held = held
+        self._helds = [held]
+        """Every table of held pulls the view's advances wake: the HTTP API's, and the
+        remoting front's when it runs in this process."""
         self._metrics = metrics
 
     def snapshot(self, queues: Iterable[tuple[str, int, int, int]]) -> int:
         """Apply a snapshot; returns the pulls woken."""
-        return self._held.notify(self._view.apply_snapshot(queues), NOTICE)
+        return self._notify(self._view.apply_snapshot(queues), NOTICE)
 
     def advanced(self, notices: Mapping[QueueKey, int]) -> int:
         """Apply an "advanced" notice; returns the pulls woken."""
-        return self._held.notify(self._view.advance(notices), NOTICE)
+        return self._notify(self._view.advance(notices), NOTICE)
 
     def refresh(self, *, vouch_from_dispatched: bool) -> int:
-        return self._held.notify(
+        return self._notify(
             self._view.refresh(vouch_from_dispatched=vouch_from_dispatched), REFRESH)
+
+    def add_held(self, held: HeldPulls) -> None:
+        self._helds.append(held)
+
+    def _notify(self, advanced: Mapping[QueueKey, int], cause: str) -> int:
+        if not advanced:
+            return 0
+        return sum(held.notify(advanced, cause) for held in self._helds)
 
     def line(self, raw: bytes) -> str:
         """Apply one stream line; returns its type (`NoticeFormatError` for anything

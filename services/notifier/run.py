@@ -41,7 +41,13 @@ async def _serve(config: ServiceConfig) -> int:
     try:
         offsets = ConsumerOffsets(config.data_dir,
                                   lock_timeout_ms=settings.offsets_lock_timeout_ms)
-        app = create_app(view, offsets, settings)
+        # Imported here: the front uses the notifier's held pulls (no cycle at import time).
+        from mqstore.services.remoting.service import RemotingFront  # noqa: PLC0415
+
+        remoting = RemotingFront(view, offsets, config.remoting,
+                                 queue_count_max=config.writer.topic_queue_count) \
+            if config.remoting.enabled else None
+        app = create_app(view, offsets, settings, remoting=remoting)
         await serve(app, settings, log=log, failure=lambda: None,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})

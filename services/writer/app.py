@@ -40,6 +40,7 @@ class WriterState:
 
 STATE = web.AppKey("writer_state", WriterState)
 METRICS = web.AppKey("writer_metrics", WriterMetrics)
+HANDLERS = web.AppKey("writer_handlers", WriterHandlers)
 
 
 def create_app(store: MessageStore, settings: WriterSettings, *,
@@ -59,6 +60,7 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
                                        admission.middleware(PUT_ROUTES)])
     app[STATE] = state
     app[METRICS] = metrics
+    app[HANDLERS] = handlers
     router = app.router
     router.add_post("/v1/topics/{topic}/messages", handlers.put_message, name="put_message")
     router.add_post("/v1/topics/{topic}/messages/batch", handlers.put_topic_batch,

@@ -125,6 +125,16 @@ class WriterHandlers:
     async def _put(self, messages: list[Message]) -> list[PutResult]:
         """Store `messages` (one put or one batch put); raise the refusal if nothing was
         stored.  A batch's results share one status (the store is all or nothing)."""
+        results = await self.store_messages(messages)
+        status = results[0].status
+        if status not in SUCCESS_HTTP_STATUS:
+            raise refusal(status, results[0].reason, store=self._store,
+                          retry_after_s=self._settings.retry_after_s)
+        return results
+
+    async def store_messages(self, messages: list[Message]) -> list[PutResult]:
+        """Store `messages` (one put or one batch put) and count them; the results share
+        one status.  Used by the HTTP views and the forward listener alike."""
         store = self._store
         if self._sync:
             if self._completions is None:
@@ -145,9 +155,6 @@ class WriterHandlers:
         status = results[0].status
         assert results[-1].status is status, "a batch's results share one status"
         self._metrics.count_messages(status, len(results))
-        if status not in SUCCESS_HTTP_STATUS:
-            raise refusal(status, results[0].reason, store=store,
-                          retry_after_s=self._settings.retry_after_s)
         return results
 
     def _json_results(self, messages: Sequence[Message],

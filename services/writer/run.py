@@ -25,7 +25,8 @@ from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.storage import BrokerRole, ConfigError, MessageStore, StoreConfig
 
-from .app import STATE, create_app
+from .app import HANDLERS, STATE, create_app
+from .forward_server import ForwardServer
 from .replication_follower import ReplicationClient
 from .replication_master import ReplicationServer
 
@@ -94,6 +95,7 @@ async def _serve(config: ServiceConfig) -> int:
                               on_readable=server.notify if server is not None else None)
     try:
         client = None
+        forward = None
         if server is not None:
             await server.start(store)
         else:
@@ -101,6 +103,10 @@ async def _serve(config: ServiceConfig) -> int:
             client.start()
         try:
             app = create_app(store, settings, follower=client)
+            forward = ForwardServer(app[HANDLERS], settings) if (
+                settings.forward_enabled and client is None) else None
+            if forward is not None:
+                await forward.start()
 
             def on_stopping() -> None:
                 app[STATE].stopping = True
@@ -113,6 +119,8 @@ async def _serve(config: ServiceConfig) -> int:
                                  "flush_mode": config.store.flush_mode.value,
                                  "role": store.config.role.value, "config": config.source})
         finally:
+            if forward is not None:
+                await forward.close()
             if server is not None:
                 await server.close()
             if client is not None:

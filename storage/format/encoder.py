@@ -26,13 +26,16 @@ from .properties import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_TAGS, encode_prop
 from .topic import validate_topic
 
 PreparedRecord = tuple[record.RecordLayout, int, int, int, int, int, tuple[bytes, int], bytes,
-                       bytes, tuple[bytes, int]]
+                       bytes, tuple[bytes, int], int, int]
 """A checked message, ready to write under the put lock: (layout, record size, body CRC,
 queue id, flag, born time in ms or -1 for "the store time", born host, body, tail (topic
-and properties, length-prefixed), store host).  A tuple, not a class: the put path makes
-one per message and unpacks it by position."""
+and properties, length-prefixed), store host, SYSFLAG (the message's bits and the layout's
+host bits), reconsume times).  A tuple, not a class: the put path makes one per message and
+unpacks it by position."""
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+HOST_SYSFLAG_BITS = record.SysFlag.BORN_HOST_V6 | record.SysFlag.STORE_HOST_V6
+"""Bits a message's own SYSFLAG may not set: the record's layout decides them."""
 CACHE_ENTRIES_MAX = 4096
 """Bound on remembered topics and born hosts each; a full cache is cleared, not grown."""
 
@@ -76,22 +79,26 @@ class MessageEncoder:
             raise MessageIllegalError(f"flag={flag!r} must be a 32-bit int")
         born_ms = message.born_timestamp_ms
         store_host = self.store_host
+        sysflag, reconsume_times = message.sysflag, message.reconsume_times
+        if sysflag or reconsume_times:
+            _check_sysflag(sysflag, reconsume_times)
         if (message.properties is None and message.tags is None and not message.keys
-                and message.born_host is None):
+                and message.born_host is None and message.properties_encoded is None):
             # The common message: layout, whole tail and fixed size come from one lookup.
             common = self._common.get(message.topic)
             if common is None:
                 common = self._common_entry(message.topic)
             layout, tail, fixed_size_bytes = common
             return (layout, fixed_size_bytes + body_size, _crc32(body) & 0x7FFFFFFF, queue_id,
-                    flag, -1 if born_ms is None else born_ms, store_host, body, tail, store_host)
+                    flag, -1 if born_ms is None else born_ms, store_host, body, tail, store_host,
+                    sysflag | layout.host_sysflag, reconsume_times)
         cached = self._topic_tails.get(message.topic)
         topic_tail, v2 = cached if cached is not None else self._topic_tail(message.topic)
         properties_tail, born_host, layout = self._uncommon_fields(message, v2=v2)
         tail = topic_tail + properties_tail
         return (layout, layout.head.size + body_size + len(tail), _crc32(body) & 0x7FFFFFFF,
                 queue_id, flag, -1 if born_ms is None else born_ms, born_host, body, tail,
-                store_host)
+                store_host, sysflag | layout.host_sysflag, reconsume_times)
 
     def _common_entry(self, topic: object) -> tuple[record.RecordLayout, bytes, int]:
         """(layout, topic + empty properties tail, record size without the body) of a
@@ -109,7 +116,9 @@ class MessageEncoder:
                          ) -> tuple[bytes, tuple[bytes, int], record.RecordLayout]:
         """Properties tail, born host and layout of a message with properties, tags, keys
         or its own born host."""
-        if message.properties is None and message.tags is None and not message.keys:
+        if message.properties_encoded is not None:
+            properties_tail = self._encoded_properties_tail(message, v2=v2)
+        elif message.properties is None and message.tags is None and not message.keys:
             properties_tail = _EMPTY_PROPERTIES_TAIL
         else:
             properties_tail = self._properties_tail(message, v2=v2)
@@ -152,6 +161,18 @@ class MessageEncoder:
                                       f"maximum is {self._config.properties_size_bytes_max}")
         return self._layouts[False, v2].properties_tail(encoded)
 
+    def _encoded_properties_tail(self, message: Message, *, v2: bool) -> bytes:
+        """Properties as a RocketMQ client encoded them: stored as they are (the indexer
+        reads TAGS, KEYS and UNIQ_KEY from the record); only their size is checked."""
+        encoded = message.properties_encoded
+        assert encoded is not None
+        if message.properties is not None or message.tags is not None or message.keys:
+            raise MessageIllegalError("properties_encoded excludes tags, keys and properties")
+        if len(encoded) > self._config.properties_size_bytes_max:
+            raise MessageIllegalError(f"properties are {len(encoded)} bytes encoded; the "
+                                      f"maximum is {self._config.properties_size_bytes_max}")
+        return self._layouts[False, v2].properties_tail(encoded)
+
     def _born_host(self, text: str) -> tuple[bytes, int]:
         host = self._born_hosts.get(text)
         if host is None:
@@ -163,6 +184,15 @@ class MessageEncoder:
                 self._born_hosts.clear()
             self._born_hosts[text] = host
         return host
+
+
+def _check_sysflag(sysflag: object, reconsume_times: object) -> None:
+    if type(sysflag) is not int or not 0 <= sysflag <= INT32_MAX or sysflag & HOST_SYSFLAG_BITS:
+        raise MessageIllegalError(f"sysflag={sysflag!r} must be a 31-bit int without the "
+                                  f"host-family bits 0x30 (the record's layout sets them)")
+    if type(reconsume_times) is not int or not 0 <= reconsume_times <= INT32_MAX:
+        raise MessageIllegalError(f"reconsume_times={reconsume_times!r} must be an int in "
+                                  f"[0, {INT32_MAX}]")
 
 
 def _coerce_body(body: object) -> bytes:

@@ -30,15 +30,23 @@ class PutStatus(enum.Enum):
 
 
 class Message:
-    """A message to store.  `keys` become the KEYS property, `tags` the TAGS property."""
+    """A message to store.  `keys` become the KEYS property, `tags` the TAGS property.
+
+    A message that arrives already encoded by a RocketMQ client (the remoting front) keeps
+    its properties as the client encoded them (`properties_encoded`, stored byte for byte,
+    instead of `tags`/`keys`/`properties`), its SYSFLAG bits (`sysflag`: compression and
+    transaction bits; the host-family bits come from the record's layout) and its
+    `reconsume_times`."""
 
     __slots__ = ("body", "born_host", "born_timestamp_ms", "flag", "keys", "properties",
-                 "queue_id", "tags", "topic")
+                 "properties_encoded", "queue_id", "reconsume_times", "sysflag", "tags",
+                 "topic")
 
     def __init__(self, topic: str, queue_id: int, body: bytes, tags: str | None = None,
                  keys: Sequence[str] = (), properties: Mapping[str, str] | None = None, *,
                  flag: int = 0, born_host: str | None = None,
-                 born_timestamp_ms: int | None = None) -> None:
+                 born_timestamp_ms: int | None = None, sysflag: int = 0,
+                 reconsume_times: int = 0, properties_encoded: bytes | None = None) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.body = body
@@ -48,6 +56,9 @@ class Message:
         self.flag = flag
         self.born_host = born_host
         self.born_timestamp_ms = born_timestamp_ms
+        self.sysflag = sysflag
+        self.reconsume_times = reconsume_times
+        self.properties_encoded = properties_encoded
 
     def __repr__(self) -> str:
         return (f"Message(topic={self.topic!r}, queue_id={self.queue_id}, "

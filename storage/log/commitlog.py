@@ -111,14 +111,15 @@ class CommitLog:
             key = (message.topic, message.queue_id)
             queue_offset = self.queue_offsets.get(key, 0)
             store_timestamp_ms = _time_ns() // 1_000_000
-            layout, _, crc, queue_id, flag, born_ms, born_host, body, tail, store_host = prepared
+            (layout, _, crc, queue_id, flag, born_ms, born_host, body, tail, store_host, sysflag,
+             reconsume_times) = prepared
             head = layout.head
             target = segment.write_target
             head.pack_into(target, position, size, layout.magic, crc, queue_id, flag,
-                           queue_offset, physical_offset, layout.host_sysflag,
+                           queue_offset, physical_offset, sysflag,
                            store_timestamp_ms if born_ms < 0 else born_ms, born_host[0],
-                           born_host[1], store_timestamp_ms, store_host[0], store_host[1], 0, 0,
-                           len(body))
+                           born_host[1], store_timestamp_ms, store_host[0], store_host[1],
+                           reconsume_times, 0, len(body))
             body_at = position + head.size
             tail_at = body_at + len(body)
             target[body_at:tail_at] = body
@@ -191,8 +192,8 @@ class CommitLog:
         next_offset = 0
         for message in messages:
             try:
-                layout, size, crc, queue_id, flag, born_ms, born_host, body, tail, store_host = \
-                    prepare(message)
+                (layout, size, crc, queue_id, flag, born_ms, born_host, body, tail, store_host,
+                 sysflag, reconsume_times) = prepare(message)
             except MessageIllegalError as error:
                 raise MessageIllegalError(
                     f"message {len(results)} of the batch: {error}") from None
@@ -205,10 +206,10 @@ class CommitLog:
                     next_offset = guess.first_offset(key)
             # the head as `put` packs it, with the guessed offsets
             parts += (layout.head.pack(size, layout.magic, crc, queue_id, flag, next_offset,
-                                       physical, layout.host_sysflag,
+                                       physical, sysflag,
                                        now_ms if born_ms < 0 else born_ms, born_host[0],
-                                       born_host[1], now_ms, store_host[0], store_host[1], 0, 0,
-                                       len(body)),
+                                       born_host[1], now_ms, store_host[0], store_host[1],
+                                       reconsume_times, 0, len(body)),
                       body, tail)
             add_result(PutResult(_PUT_OK, physical, next_offset, now_ms, size, "", host))
             next_offset += 1

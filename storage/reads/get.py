@@ -43,6 +43,7 @@ from ..format.java_hash import java_string_hash
 from ..format.message import StoredMessage, decode_stored
 from ..format.padding import PADDING_TOPIC
 from ..format.properties import PROPERTY_TAGS, PROPERTY_UNIQUE_KEY, decode_properties
+from ..format.subscription import TagFilter, parse_tags
 from ..queues.consume_queue import ConsumeQueue
 
 
@@ -119,8 +120,11 @@ class GetResult:
 
 
 def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
-        tags: Sequence[str] | None, find_segment: FindSegment, transfer_count_max: int,
-        transfer_bytes_max: int, verify_crc: bool) -> GetResult:
+        tags: TagFilter, find_segment: FindSegment, transfer_count_max: int,
+        transfer_bytes_max: int, verify_crc: bool, records_only: bool = False) -> GetResult:
+    """`records_only`: fill `records` only, decoding no message (a server that sends the
+    stored bytes as they are); a tag filter still decodes each candidate's properties."""
+    tags = parse_tags(tags)  # before anything is read: a bad expression reads nothing
     min_offset = queue.min_offset if queue is not None else 0
     max_offset = queue.max_offset if queue is not None else 0
     status, next_offset = _bounds_status(offset, min_offset, max_offset)
@@ -139,7 +143,8 @@ def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
     try:
         limits = (min(max_messages, transfer_count_max), transfer_bytes_max)
         scanned = _scan(entries, result, limits=limits, tags=tags, find_segment=find_segment,
-                        first_offset=offset, queue_id=queue.queue_id, verify_crc=verify_crc)
+                        first_offset=offset, queue_id=queue.queue_id, verify_crc=verify_crc,
+                        records_only=records_only)
     finally:
         del entries
         queue_file.release()
@@ -168,9 +173,11 @@ def _next_file_offset(queue: ConsumeQueue, offset: int) -> int:
 
 def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
           tags: Sequence[str] | None, find_segment: FindSegment, first_offset: int,
-          queue_id: int, verify_crc: bool) -> int:
-    """Collect matching messages; return how many entries were consumed."""
+          queue_id: int, verify_crc: bool, records_only: bool) -> int:
+    """Collect matching records (and messages); return how many entries were consumed."""
     count_max, bytes_max = limits
+    decode = not records_only or bool(tags)
+    records = result.records
     wanted = {java_string_hash(tag) for tag in tags} if tags else None
     physical_offsets = entries["physical_offset"].tolist()
     sizes = entries["size"].tolist()
@@ -178,8 +185,7 @@ def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
     total_bytes = 0
     removed = False
     for index, (physical_offset, size) in enumerate(zip(physical_offsets, sizes, strict=True)):
-        if len(result.messages) >= count_max or (result.messages and
-                                                 total_bytes + size > bytes_max):
+        if len(records) >= count_max or (records and total_bytes + size > bytes_max):
             return index
         if is_filler(physical_offset, size):
             continue
@@ -190,34 +196,33 @@ def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
             continue
         read = (damage if damage is not None else
                 _read_message(physical_offset, find_segment, verify_crc=verify_crc,
-                              queue_id=queue_id, queue_offset=first_offset + index))
+                              queue_id=queue_id, queue_offset=first_offset + index,
+                              decode=decode))
         if read is None:
             removed = True
             continue
         if isinstance(read, str):
-            if result.messages:
+            if records:
                 return index  # served up to the damaged record; the next get answers it
             result.status = GetStatus.MESSAGE_CORRUPT
             result.reason = (f"queue offset {first_offset + index} (physical offset "
                              f"{physical_offset}): {read}")
             return index + 1
         message, record_view, segment = read
-        if tags and message.properties.get(PROPERTY_TAGS) not in tags:
+        if tags and message is not None and message.properties.get(PROPERTY_TAGS) not in tags:
             _drop(message, record_view, segment)  # a tag hash collision: exact check fails
             continue
-        result.messages.append(message)
-        result.records.append(record_view)
-        result.hold(segment)
+        _keep(result, message, record_view, segment, records_only=records_only)
         total_bytes += size
-    if not result.messages:
+    if not records:
         result.status = (GetStatus.MESSAGE_WAS_REMOVING if removed
                          else GetStatus.NO_MATCHED_MESSAGE)
     return len(physical_offsets)
 
 
 def _read_message(physical_offset: int, find_segment: FindSegment, *, verify_crc: bool,
-                  queue_id: int, queue_offset: int
-                  ) -> tuple[StoredMessage, memoryview, CommitLogSegment] | str | None:
+                  queue_id: int, queue_offset: int, decode: bool = True
+                  ) -> tuple[StoredMessage | None, memoryview, CommitLogSegment] | str | None:
     """The record at `physical_offset` with a zero-copy body, its segment held; None if the
     segment is gone (retention); what is wrong, if the record there is damaged or is not
     the one the entry (`queue_id`, `queue_offset`) describes."""
@@ -240,16 +245,30 @@ def _read_message(physical_offset: int, find_segment: FindSegment, *, verify_crc
     assert check.head is not None
     assert check.layout is not None
     with memoryview(segment.mapping) as view:
+        record_view = view[position:position + check.size_bytes]
+        if not decode:
+            return None, record_view, segment
         body, topic, properties = record.decode_variable(view, position, check.layout,
                                                          check.head)
-        record_view = view[position:position + check.size_bytes]
     message = StoredMessage(check.head, body=body, topic=topic.decode("ascii", "replace"),
                             properties=decode_properties(properties))
     return message, record_view, segment
 
 
-def _drop(message: StoredMessage, record_view: memoryview, segment: CommitLogSegment) -> None:
-    if isinstance(message.body, memoryview):
+def _keep(result: GetResult, message: StoredMessage | None, record_view: memoryview,
+          segment: CommitLogSegment, *, records_only: bool) -> None:
+    if not records_only:
+        assert message is not None
+        result.messages.append(message)
+    elif message is not None and isinstance(message.body, memoryview):
+        message.body.release()  # decoded for the tag check only
+    result.records.append(record_view)
+    result.hold(segment)
+
+
+def _drop(message: StoredMessage | None, record_view: memoryview,
+          segment: CommitLogSegment) -> None:
+    if message is not None and isinstance(message.body, memoryview):
         message.body.release()
     record_view.release()
     segment.release()

@@ -14,12 +14,13 @@ passes where each piece comes from:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from ..config import StoreConfig
 from ..errors import StoreError
 from ..format.message import StoredMessage
+from ..format.subscription import TagFilter
 from ..index.index_service import INDEX_TAG_TYPE
 from ..queues.consume_queue import ConsumeQueue
 from . import get as reads
@@ -79,10 +80,13 @@ class StoreReads:
                                    verify_crc=self._config.read_verify_crc)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: Sequence[str] | None = None) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False) -> GetResult:
         """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
-        the result when done.  `tags` filters by tag hash, then by exact tag."""
+        the result when done.  `tags` filters by tag hash, then by exact tag: an expression
+        ("TagA || TagB", "*") or a sequence of tags; `SubscriptionExpressionError` for an
+        expression it cannot parse.  `records_only`: only `records` (no decoded messages)."""
         result = reads.get(self._queue(topic, queue_id), offset, max_messages, tags=tags,
+                           records_only=records_only,
                            find_segment=self._find_segment,
                            transfer_count_max=self._config.get_transfer_count_max,
                            transfer_bytes_max=self._config.get_transfer_bytes_max,

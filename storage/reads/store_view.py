@@ -31,7 +31,7 @@ Not thread-safe: one thread (the notifier's event loop) makes every call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -41,6 +41,7 @@ from ..errors import StoreFormatError
 from ..files.watermarks import DispatchedFile, PositionsFile, WatermarkFile
 from ..format import record
 from ..format.message import StoredMessage
+from ..format.subscription import TagFilter
 from ..format.volume import (
     COMMITLOG_DIRECTORY,
     CONSUME_QUEUE_DIRECTORY,
@@ -173,9 +174,10 @@ class StoreView:
 
     # -- reads (as MessageStore's: store_reads.py) -------------------------------------------
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: Sequence[str] | None = None) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False) -> GetResult:
         """`MessageStore.get`: release the result (or use `with`) when done."""
-        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags)
+        return self._reads.get(topic, queue_id, offset, max_messages, tags=tags,
+                               records_only=records_only)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         return self._reads.min_offset(topic, queue_id)

@@ -69,7 +69,8 @@ def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path, store_
             process.wait()
     assert process.stderr is not None
     tail = [json.loads(line)["msg"] for line in process.stderr.read().splitlines()]
-    assert tail[-2:] == ["stopping", "stopped"]
+    # The remoting front (on by default) stops with the app, between the two.
+    assert tail[-3:] == ["stopping", "remoting stopped", "stopped"]
 
 
 def test_a_missing_config_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.storage import GetStatus, Message, MessageStore
+from mqstore.storage import (
+    GetStatus,
+    Message,
+    MessageStore,
+    PutStatus,
+    SubscriptionExpressionError,
+)
 from mqstore.storage.format.java_hash import java_string_hash
 from mqstore.storage.queues.consume_queue import ConsumeQueue
 from mqstore.storage.reads.get import get as get_from_queue
@@ -132,3 +138,52 @@ def test_dispatch_sends_batched_notices(store_dir: Path) -> None:
     for notice in notices:
         merged.update(notice)
     assert merged == {("N", 0): 5, ("N", 1): 5}
+
+
+def test_a_tag_expression_string_filters_by_its_tags(store: MessageStore) -> None:
+    """A string is an expression: "red" is the tag red, not the tags r, e and d."""
+    for tag in ("red", "blue", "red", "green"):
+        store.put(Message("Colours", 0, tag.encode(), tags=tag))
+    _wait_dispatched(store)
+    with store.get("Colours", 0, 0, 10, tags="red") as result:
+        assert [bytes(m.body) for m in result.messages] == [b"red", b"red"]
+    with store.get("Colours", 0, 0, 10, tags="blue || green") as result:
+        assert [bytes(m.body) for m in result.messages] == [b"blue", b"green"]
+    with store.get("Colours", 0, 0, 10, tags="*") as result:
+        assert len(result.messages) == 4
+    with pytest.raises(SubscriptionExpressionError, match="names no tag"):
+        store.get("Colours", 0, 0, 10, tags="||")
+
+
+def test_a_message_encoded_by_a_client_is_stored_as_sent(store: MessageStore) -> None:
+    """The remoting front's path: the properties string, SYSFLAG and reconsume times as
+    the client encoded them (0x301: a ZLIB-compressed body)."""
+    encoded = b"TAGS\x01red\x02UNIQ_KEY\x01AB12\x02"
+    store.put(Message("Raw", 0, b"\x78\x9c", sysflag=0x301, reconsume_times=3,
+                      properties_encoded=encoded, born_host="10.0.0.1:51000",
+                      born_timestamp_ms=1234))
+    _wait_dispatched(store)
+    with store.get("Raw", 0, 0, 1, tags="red") as result:
+        [message] = result.messages
+        assert (message.sysflag, message.reconsume_times, message.born_timestamp_ms) == \
+            (0x301, 3, 1234)
+        assert bytes(result.records[0]).endswith(len(encoded).to_bytes(2, "big") + encoded)
+    refused = store.put(Message("Raw", 0, b"x", sysflag=0x10))
+    assert refused.status is PutStatus.MESSAGE_ILLEGAL
+    assert "host-family" in refused.reason
+
+
+def test_records_only_gives_the_same_records_and_decodes_no_message(store: MessageStore) -> None:
+    for index, tag in enumerate(("red", "blue", "red")):
+        store.put(Message("Bytes", 0, b"m%d" % index, tags=tag))
+    _wait_dispatched(store)
+    for tags in (None, "red"):
+        with store.get("Bytes", 0, 0, 10, tags=tags) as full, \
+                store.get("Bytes", 0, 0, 10, tags=tags, records_only=True) as raw:
+            assert raw.messages == []
+            assert [bytes(r) for r in raw.records] == [bytes(r) for r in full.records]
+            assert len(raw.records) == (3 if tags is None else 2)
+            assert (raw.status, raw.next_offset) == (full.status, full.next_offset)
+    with store.get("Bytes", 0, 0, 10, tags="green", records_only=True) as none:
+        assert (none.status, none.records, none.next_offset) == (
+            GetStatus.NO_MATCHED_MESSAGE, [], 3)

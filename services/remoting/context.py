@@ -1,0 +1,65 @@
+"""`Front`: what every request handler of the remoting front reaches, built once at start.
+
+Handlers are functions `(front, request, peer) -> answer` (None: no answer, for oneway
+requests), grouped by concern: route.py, send.py, pulls.py, offsets.py, clients.py,
+admin.py, queries.py.  Everything runs on the notifier's event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+from collections.abc import Awaitable, Callable
+
+from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.notifier.held import HeldPulls
+from mqstore.storage import StoreConfig
+from mqstore.storage.format.hosts import parse_host
+from mqstore.storage.reads.store_view import StoreView
+
+from .client_table import ClientTable
+from .frame import Command
+from .offset_table import OffsetTable
+from .topics import TopicTable
+from .writer_link import WriterLink
+
+
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    """The connection a request came on."""
+
+    address: str
+    """"ip:port" of the client: the born host of what it sends."""
+    connection_id: int
+
+
+@dataclasses.dataclass
+class Front:
+    view: StoreView
+    settings: RemotingSettings
+    store_config: StoreConfig
+    topics: TopicTable
+    offsets: OffsetTable
+    clients: ClientTable
+    held: HeldPulls
+    link: WriterLink
+    push: Callable[[int, Command], bool] = lambda connection_id, command: False
+    """Write a request of the server's own (oneway) to a connection; False if it is gone.
+    The server sets it when it starts."""
+    opaques: itertools.count[int] = dataclasses.field(default_factory=itertools.count)
+    """Opaques of the requests the server sends to clients."""
+
+    @property
+    def broker_address(self) -> str:
+        """What routes name: the STOREHOST of every record (offset msg ids embed it)."""
+        return self.store_config.store_host
+
+    @functools.cached_property
+    def store_host_packed(self) -> bytes:
+        """The STOREHOST as offset msg ids embed it (address + int32 port)."""
+        address, port = parse_host(self.store_config.store_host, setting="store_host")
+        return address + port.to_bytes(4, "big", signed=True)
+
+
+Handler = Callable[[Front, Command, Peer], Awaitable[Command | None]]

@@ -1,0 +1,108 @@
+"""Sends: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320).
+
+The front reads the header fields the store needs (topic, queue id, flags, born time,
+reconsume times) and forwards the body and the properties string as the client encoded
+them to the writer (writer_link.py); a batch body goes as it arrived and the writer splits
+its entries.  Nothing is re-encoded.  Sync, async and oneway sends are the same request to
+the server: a oneway one (flag bit 1) is stored and not answered.
+
+| situation                                      | code                  |
+|------------------------------------------------|-----------------------|
+| stored                                         | 0 SUCCESS             |
+| stored, sync flush or replica not confirmed    | 10 / 12 / 11          |
+| unknown topic, no auto-create                  | 17 TOPIC_NOT_EXIST    |
+| queue id ≥ the topic's write queues            | 1 SYSTEM_ERROR        |
+| empty body, bad topic, too large               | 13 MESSAGE_ILLEGAL    |
+| transaction half message                       | 16 NO_PERMISSION      |
+| writer busy or unreachable                     | 2 SYSTEM_BUSY / 1     |
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from mqstore.services.common.forward_wire import KIND_BATCH, KIND_SINGLE, ForwardRequest
+from mqstore.storage.format.message import offset_msg_id
+
+from . import headers
+from .codes import (
+    FLUSH_DISK_TIMEOUT,
+    FLUSH_SLAVE_TIMEOUT,
+    MESSAGE_ILLEGAL,
+    NO_PERMISSION,
+    SEND_BATCH_MESSAGE,
+    SERVICE_NOT_AVAILABLE,
+    SLAVE_NOT_AVAILABLE,
+    SUCCESS,
+    SYSTEM_ERROR,
+    TOPIC_NOT_EXIST,
+    RemotingError,
+)
+from .context import Front, Peer
+from .frame import Command
+from .topics import TopicConfig, check_topic_name
+
+STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
+                "FLUSH_SLAVE_TIMEOUT": FLUSH_SLAVE_TIMEOUT,
+                "SLAVE_NOT_AVAILABLE": SLAVE_NOT_AVAILABLE, "MESSAGE_ILLEGAL": MESSAGE_ILLEGAL,
+                "SERVICE_NOT_AVAILABLE": SERVICE_NOT_AVAILABLE}
+"""The store's statuses as RocketMQ's `SendMessageProcessor` maps them; the rest (busy
+page cache, a failed segment) is SYSTEM_ERROR."""
+TRANSACTION_PREPARED = 0x4
+_round_robin = itertools.count()
+
+
+
+async def send(front: Front, request: Command, peer: Peer) -> Command | None:
+    topic = headers.text(request, "topic", "b")
+    check_topic_name(topic)
+    config = _topic(front, request, topic)
+    queue_id = headers.queue_id(request, "queueId", "e")
+    if queue_id < 0:
+        queue_id = next(_round_robin) % config.write_queue_nums
+    if queue_id >= config.write_queue_nums:
+        raise RemotingError(SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, topic "
+                                          f"{topic} has {config.write_queue_nums} write queues")
+    sysflag = headers.number(request, "sysFlag", "f", minimum=0, maximum=headers.INT32_MAX)
+    if sysflag & TRANSACTION_PREPARED:
+        raise RemotingError(NO_PERMISSION, "transaction messages are not supported by this "
+                                           "broker")
+    if not request.body:
+        raise RemotingError(MESSAGE_ILLEGAL, "the message body is empty")
+    properties = (headers.optional_text(request, "properties", "i") or "").encode("utf-8")
+    forward = ForwardRequest(
+        0, KIND_BATCH if request.code == SEND_BATCH_MESSAGE else KIND_SINGLE, queue_id,
+        sysflag & ~0x30,
+        headers.number(request, "flag", "h", minimum=headers.INT32_MIN,
+                       maximum=headers.INT32_MAX),
+        headers.number(request, "bornTimestamp", "g"),
+        headers.number(request, "reconsumeTimes", "j", minimum=0,
+                       maximum=headers.INT32_MAX, default=0),
+        peer.address, topic, properties, bytes(request.body))
+    answer = await front.link.send(forward)
+    code = STATUS_CODES.get(answer.status, SYSTEM_ERROR)
+    if not answer.results:
+        raise RemotingError(code if code != SUCCESS else SYSTEM_ERROR,
+                            f"{answer.status}: {answer.reason}")
+    host = front.store_host_packed
+    ext = {"msgId": ",".join(offset_msg_id(host, physical) for _, physical, _ in
+                             answer.results),
+           "queueId": str(queue_id), "queueOffset": str(answer.results[0][0]),
+           "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+    return request.answer(code, ext_fields=ext,
+                          remark=answer.reason or None if code != SUCCESS else None)
+
+
+def _topic(front: Front, request: Command, topic: str) -> TopicConfig:
+    config = front.topics.get(topic)
+    if config is not None:
+        return config
+    template = headers.optional_text(request, "defaultTopic", "c")
+    if not front.settings.topic_auto_create_enabled or template is None or \
+            front.topics.get(template) is None:
+        raise RemotingError(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+    queue_nums = headers.number(request, "defaultTopicQueueNums", "d", minimum=1,
+                                maximum=headers.INT32_MAX, default=4)
+    config = front.topics.default(topic, queue_nums)
+    front.topics.create(config)
+    return config

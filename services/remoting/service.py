@@ -1,0 +1,68 @@
+"""`RemotingFront`: the remoting front's parts, built and started in the notifier's process.
+
+    build: the topic table, the offset table over the group files, the client table, a
+           table of held pulls the notifier's notice feed also wakes, the writer link
+    start: listen on `remoting.port`; flush offsets every `offsets_flush_interval_ms`
+    close: stop listening and drop connections, answer held pulls, write the offsets,
+           close the writer link
+
+Why here and not in a process of its own (RocketMQ 5's proxy): this process already has
+the read-only store view, the held pulls and the indexer's notice stream, so a pull is
+served with no hop; only sends cross to the writer, as they would from a proxy.  Figures:
+docs/remoting.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.notifier.held import HeldPulls
+from mqstore.storage.files.consumer_offsets import ConsumerOffsets
+from mqstore.storage.reads.store_view import StoreView
+
+from .client_table import ClientTable
+from .context import Front
+from .offset_table import OffsetTable
+from .server import RemotingServer
+from .topics import TopicTable
+from .writer_link import WriterLink
+
+log = logging.getLogger("mqstore.remoting")
+
+
+class RemotingFront:
+    def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
+                 *, queue_count_max: int) -> None:
+        self.held = HeldPulls(held_max=settings.held_pulls_max)
+        self.front = Front(
+            view=view, settings=settings, store_config=view.config,
+            topics=TopicTable(view.directory, queue_count_max=queue_count_max,
+                              topics_max=settings.topics_max, on_disk=view.topics),
+            offsets=OffsetTable(offsets),
+            clients=ClientTable(expiry_ms=settings.consumer_expiry_ms,
+                                lock_expiry_ms=settings.lock_expiry_ms,
+                                clients_max=settings.clients_max),
+            held=self.held, link=WriterLink(settings))
+        self.server = RemotingServer(self.front)
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def start(self) -> int:
+        port = await self.server.start()
+        self._flusher = asyncio.create_task(
+            self.front.offsets.flush_loop(self.front.settings.offsets_flush_interval_ms),
+            name="remoting-offsets")
+        return port
+
+    async def close(self) -> None:
+        self.held.close()
+        await self.server.close()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        written = await self.front.offsets.flush()
+        await self.front.link.close()
+        log.info("remoting stopped", extra={"offsets_written": written})

@@ -1,0 +1,141 @@
+"""`TopicTable`: the topics the front routes, with their queue counts and permissions.
+
+    <data_dir>/config/topics.json    {"version": 1, "topics": {name: {"read_queue_nums",
+                                      "write_queue_nums", "perm"}}, "deleted": [names]}
+
+A topic is routed when the table names it, or when the volume holds queues of it (written
+through the HTTP API); `DELETE_TOPIC_*` marks it deleted (its data stays until retention
+takes it: the writer and indexer own the files) and a later create or send revives it.
+`TBW102` (the auto-create template) and `%RETRY%<group>` topics are always routed.  The file
+is written whole (temporary file, fsync, rename) by the one front that changed it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from mqstore.storage import TopicNameError, validate_topic
+
+from .codes import MESSAGE_ILLEGAL, SYSTEM_ERROR, TOPIC_NOT_EXIST, RemotingError
+
+TOPICS_FILE = Path("config") / "topics.json"
+AUTO_CREATE_TOPIC = "TBW102"
+RETRY_PREFIX = "%RETRY%"
+PERM_INHERIT, PERM_WRITE, PERM_READ = 1, 2, 4
+PERM_READ_WRITE = PERM_READ | PERM_WRITE
+
+
+class TopicConfig(NamedTuple):
+    name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+    def to_json(self) -> dict[str, object]:
+        """RocketMQ's `TopicConfig` as its JSON bodies carry it."""
+        return {"order": False, "perm": self.perm, "readQueueNums": self.read_queue_nums,
+                "topicFilterType": "SINGLE_TAG", "topicName": self.name, "topicSysFlag": 0,
+                "writeQueueNums": self.write_queue_nums, "attributes": {}}
+
+
+class TopicTable:
+    def __init__(self, data_dir: Path, *, queue_count_max: int, topics_max: int,
+                 on_disk: Callable[[], list[str]]) -> None:
+        self._path = data_dir / TOPICS_FILE
+        self.queue_count_max = queue_count_max
+        """The writer's `topic_queue_count`: queue ids it accepts are below it."""
+        self._topics_max = topics_max
+        self._on_disk = on_disk
+        self._topics: dict[str, TopicConfig] = {}
+        self._deleted: set[str] = set()
+        self._load()
+
+    def get(self, topic: str) -> TopicConfig | None:
+        """The topic's config if it is routed, else None."""
+        if topic in self._deleted:
+            return None
+        found = self._topics.get(topic)
+        if found is not None:
+            return found
+        if topic == AUTO_CREATE_TOPIC:
+            return TopicConfig(topic, self.queue_count_max, self.queue_count_max,
+                               PERM_READ_WRITE | PERM_INHERIT)
+        if topic.startswith(RETRY_PREFIX) or topic in self._on_disk():
+            return self.default(topic)
+        return None
+
+    def require(self, topic: str) -> TopicConfig:
+        found = self.get(topic)
+        if found is None:
+            raise RemotingError(TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first "
+                                                 f"please!")
+        return found
+
+    def default(self, topic: str, queue_nums: int | None = None) -> TopicConfig:
+        count = min(queue_nums or self.queue_count_max, self.queue_count_max)
+        return TopicConfig(topic, count, count, PERM_READ_WRITE)
+
+    def names(self) -> list[str]:
+        names = set(self._topics) | set(self._on_disk())
+        return sorted(names - self._deleted)
+
+    def create(self, config: TopicConfig) -> None:
+        check_topic_name(config.name)
+        if config.name not in self._topics and len(self._topics) >= self._topics_max:
+            raise RemotingError(SYSTEM_ERROR, f"the topic table holds {len(self._topics)} "
+                                              f"topics (topics_max)")
+        for what, count in (("readQueueNums", config.read_queue_nums),
+                            ("writeQueueNums", config.write_queue_nums)):
+            if not 0 < count <= self.queue_count_max:
+                raise RemotingError(SYSTEM_ERROR, f"{what}={count} must be in 1.."
+                                                  f"{self.queue_count_max} (the writer's "
+                                                  f"topic_queue_count)")
+        self._topics[config.name] = config
+        self._deleted.discard(config.name)
+        self._save()
+
+    def delete(self, topic: str) -> None:
+        self._topics.pop(topic, None)
+        self._deleted.add(topic)
+        self._save()
+
+    def revive(self, topic: str) -> None:
+        """A send reached a deleted topic through auto-create: route it again."""
+        if topic in self._deleted:
+            self._deleted.discard(topic)
+            self._save()
+
+    def _load(self) -> None:
+        try:
+            document = json.loads(self._path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        for name, row in document.get("topics", {}).items():
+            self._topics[name] = TopicConfig(name, int(row["read_queue_nums"]),
+                                             int(row["write_queue_nums"]), int(row["perm"]))
+        self._deleted = set(document.get("deleted", []))
+
+    def _save(self) -> None:
+        document = {"version": 1, "deleted": sorted(self._deleted),
+                    "topics": {name: {"read_queue_nums": config.read_queue_nums,
+                                      "write_queue_nums": config.write_queue_nums,
+                                      "perm": config.perm}
+                               for name, config in sorted(self._topics.items())}}
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self._path.with_name(self._path.name + ".creating")
+        with open(temporary, "w", encoding="utf-8") as file:
+            json.dump(document, file, indent=1)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, self._path)
+
+
+def check_topic_name(topic: str) -> None:
+    try:
+        validate_topic(topic, size_bytes_max=255)
+    except TopicNameError as error:
+        raise RemotingError(MESSAGE_ILLEGAL, str(error)) from None

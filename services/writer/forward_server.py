@@ -1,0 +1,181 @@
+"""`ForwardServer`: the writer's listener for sends the remoting front forwards.
+
+The front (services/remoting/writer_link.py) keeps one connection open and pipelines
+requests on it (layout: services/common/forward_wire.py).  Each request becomes one put or
+one batch put through the same path as the HTTP views (`WriterHandlers.store_messages`:
+sync flush and sync masters await their acknowledgement without blocking the loop), and its
+answer is written when the put completes, so answers may overtake one another.
+
+What the store needs is all that is decoded: the header fields the front passed, and for a
+batch the entry boundaries (RocketMQ's batch layout, below).  Bodies and properties are
+stored byte for byte.  A malformed frame closes the connection (the front reconnects); an
+illegal message answers MESSAGE_ILLEGAL with the reason.
+
+A RocketMQ batch body entry (`MessageDecoder.encodeMessages`), back to back:
+
+    0   4  total size (the whole entry)   4   4  magic (0)   8   4  body CRC (0)
+    12  4  flag                           16  4  body length, then the body
+    then   2  properties length (int16), then the properties
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+
+from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.forward_wire import (
+    KIND_BATCH,
+    ForwardAnswer,
+    ForwardRequest,
+    decode_request,
+    encode_answer,
+)
+from mqstore.services.common.wire import WireFormatError
+from mqstore.storage import Message, PutStatus
+
+from .handlers import WriterHandlers
+
+log = logging.getLogger("mqstore.writer")
+
+ENTRY_HEAD = struct.Struct(">iiiii")
+PROPERTIES_LENGTH = struct.Struct(">h")
+assert ENTRY_HEAD.size == 20
+PROPERTY_SEPARATOR = b"\x02"
+
+
+class ForwardServer:
+    def __init__(self, handlers: WriterHandlers, settings: WriterSettings) -> None:
+        self._handlers = handlers
+        self._settings = settings
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        """Listen; returns the bound port."""
+        self._server = await asyncio.start_server(self._serve, self._settings.forward_host,
+                                                  self._settings.forward_port)
+        port = int(self._server.sockets[0].getsockname()[1])
+        log.info("forward listening", extra={"port": port})
+        return port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        pending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                length = int.from_bytes(head, "big")
+                if length > self._settings.forward_frame_size_bytes_max:
+                    raise WireFormatError(f"forward frame of {length} bytes is over "
+                                          f"forward_frame_size_bytes_max")
+                request = decode_request(await reader.readexactly(length))
+                put = asyncio.create_task(self._answer(request, writer))
+                pending.add(put)
+                put.add_done_callback(pending.discard)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except WireFormatError as error:
+            log.warning("forward connection closed: %s", error)
+        finally:
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+            writer.close()
+            self._tasks.discard(task)
+
+    async def _answer(self, request: ForwardRequest, writer: asyncio.StreamWriter) -> None:
+        answer = await self.store(request)
+        if not writer.is_closing():
+            writer.write(encode_answer(answer))
+
+    async def store(self, request: ForwardRequest) -> ForwardAnswer:
+        try:
+            messages = self._messages(request)
+        except WireFormatError as error:
+            return ForwardAnswer(request.request_id, PutStatus.MESSAGE_ILLEGAL.value, [],
+                                 str(error))
+        results = await self._handlers.store_messages(messages)
+        status = results[0].status
+        if not results[0].ok and results[0].physical_offset < 0:
+            return ForwardAnswer(request.request_id, status.value, [], results[0].reason)
+        return ForwardAnswer(request.request_id, status.value,
+                             [(result.queue_offset, result.physical_offset,
+                               result.store_timestamp_ms) for result in results],
+                             results[0].reason)
+
+    def _messages(self, request: ForwardRequest) -> list[Message]:
+        queue_count = self._settings.topic_queue_count
+        if not 0 <= request.queue_id < queue_count:
+            raise WireFormatError(f"queue id {request.queue_id} is not in 0..{queue_count - 1}"
+                                  f" (writer.topic_queue_count)")
+        if request.kind != KIND_BATCH:
+            return [self._message(request, request.body, request.flag, request.properties)]
+        messages: list[Message] = []
+        body = request.body
+        position = 0
+        outer = _pairs(request.properties)
+        while position < len(body):
+            if len(messages) >= self._settings.batch_messages_max:
+                raise WireFormatError(f"batch holds more than {len(messages)} messages "
+                                      f"(batch_messages_max)")
+            messages.append(self._entry(request, body, position, outer))
+            position += ENTRY_HEAD.unpack_from(body, position)[0]
+        if not messages:
+            raise WireFormatError("batch body holds no message")
+        return messages
+
+    def _entry(self, request: ForwardRequest, body: bytes, position: int,
+               outer: list[tuple[bytes, bytes]]) -> Message:
+        where = f"batch entry at byte {position}"
+        if position + ENTRY_HEAD.size > len(body):
+            raise WireFormatError(f"{where}: its 20-byte head runs past the body")
+        total, _, _, flag, body_length = ENTRY_HEAD.unpack_from(body, position)
+        body_at = position + ENTRY_HEAD.size
+        properties_at = body_at + body_length + PROPERTIES_LENGTH.size
+        if body_length < 0 or total < ENTRY_HEAD.size + 2 or position + total > len(body) \
+                or properties_at > position + total:
+            raise WireFormatError(f"{where}: size {total} or body length {body_length} "
+                                  f"runs past the batch")
+        (properties_length,) = PROPERTIES_LENGTH.unpack_from(body, properties_at - 2)
+        if properties_at + properties_length != position + total:
+            raise WireFormatError(f"{where}: properties length {properties_length} does not "
+                                  f"end the entry")
+        inner = body[properties_at:properties_at + properties_length]
+        if inner and not inner.endswith(PROPERTY_SEPARATOR):
+            inner += PROPERTY_SEPARATOR  # 4.9.1-5.1.4 clients omit the last separator
+        # The batch's own properties follow each entry's, as RocketMQ's broker appends them,
+        # but never one the entry sets itself: a 5.x batch carries a UNIQ_KEY of its own,
+        # which would otherwise replace every entry's (a reader keeps the last value).
+        appended = b"".join(pair for name, pair in outer
+                            if not (inner.startswith(name) or PROPERTY_SEPARATOR + name in inner))
+        return self._message(request, body[body_at:body_at + body_length], flag,
+                             inner + appended)
+
+    @staticmethod
+    def _message(request: ForwardRequest, body: bytes, flag: int,
+                 properties: bytes) -> Message:
+        return Message(request.topic, request.queue_id, body, flag=flag,
+                       born_host=request.born_host or None,
+                       born_timestamp_ms=request.born_timestamp_ms, sysflag=request.sysflag,
+                       reconsume_times=request.reconsume_times,
+                       properties_encoded=properties or None)
+
+
+def _pairs(properties: bytes) -> list[tuple[bytes, bytes]]:
+    """(b"NAME\\x01", b"NAME\\x01value\\x02") of each property in an encoded string."""
+    pairs = []
+    for piece in properties.split(PROPERTY_SEPARATOR):
+        name, separator, _ = piece.partition(b"\x01")
+        if name and separator:
+            pairs.append((name + separator, piece + PROPERTY_SEPARATOR))
+    return pairs

@@ -1,0 +1,247 @@
+// Command remoting-clients-go produces N messages with Apache RocketMQ's Go client
+// (github.com/apache/rocketmq-client-go/v2) and consumes them back with its push consumer,
+// checking each message field by field: body, tags, keys, user properties, queue, offset and
+// message id.  It prints one JSON line, like the Java scenarios in ../java/clients:
+//
+//	{"scenario":"go-produce-consume","ok":true,"expected":N,"missing":[],...}
+//
+// Usage: remoting-clients-go -namesrv 127.0.0.1:9876 -topic T [-count N] [-timeout-s S]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+)
+
+const samplesMax = 20
+
+var tags = []string{"TagA", "TagB", "TagC"}
+
+type options struct {
+	namesrv   string
+	topic     string
+	group     string
+	count     int
+	bodyBytes int
+	timeout   time.Duration
+}
+
+// sent is one message as sent, with where the send said it went.
+type sent struct {
+	message *primitive.Message
+	msgID   string
+	queueID int
+	offset  int64
+}
+
+func parseOptions() options {
+	var o options
+	var timeoutS int
+	flag.StringVar(&o.namesrv, "namesrv", "", "name server host:port")
+	flag.StringVar(&o.topic, "topic", "", "topic")
+	flag.StringVar(&o.group, "group", "", "consumer group (default: derived from the topic)")
+	flag.IntVar(&o.count, "count", 50, "messages to send")
+	flag.IntVar(&o.bodyBytes, "body-bytes", 256, "body size")
+	flag.IntVar(&timeoutS, "timeout-s", 60, "how long to wait for the messages to come back")
+	flag.Parse()
+	if o.namesrv == "" || o.topic == "" {
+		fmt.Fprintln(os.Stderr, "-namesrv and -topic are required")
+		os.Exit(2)
+	}
+	if o.group == "" {
+		o.group = "go-" + o.topic
+	}
+	o.timeout = time.Duration(timeoutS) * time.Second
+	return o
+}
+
+// message returns message i of the corpus: a pure function of the topic and i.
+func message(topic string, index int, bodyBytes int) *primitive.Message {
+	body := make([]byte, bodyBytes)
+	for i := range body {
+		body[i] = byte(index*31 + i*7)
+	}
+	copy(body, fmt.Sprintf("#%d#", index))
+	m := primitive.NewMessage(topic, body)
+	m.WithTag(tags[index%len(tags)])
+	m.WithKeys([]string{fmt.Sprintf("%s-key-%d", topic, index), fmt.Sprintf("%s-group-%d", topic, index%7)})
+	m.WithProperty("idx", strconv.Itoa(index))
+	m.WithProperty("color", map[bool]string{true: "red", false: "gr\u00fcn \u20ac"}[index%2 == 0])
+	m.WithProperty("note", fmt.Sprintf("a b=c;d:%d", index*13))
+	return m
+}
+
+func produce(o options) ([]sent, error) {
+	p, err := rocketmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{o.namesrv})),
+		producer.WithGroupName("go-p-"+o.topic),
+		producer.WithRetry(0),
+		producer.WithDefaultTopicQueueNums(4),
+		producer.WithSendMsgTimeout(10*time.Second),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	defer p.Shutdown()
+	out := make([]sent, 0, o.count)
+	for i := 0; i < o.count; i++ {
+		m := message(o.topic, i, o.bodyBytes)
+		result, err := p.SendSync(context.Background(), m)
+		if err != nil {
+			return out, fmt.Errorf("send %d: %w", i, err)
+		}
+		if result.Status != primitive.SendOK {
+			return out, fmt.Errorf("send %d: status %d", i, result.Status)
+		}
+		out = append(out, sent{m, result.MsgID, result.MessageQueue.QueueId, result.QueueOffset})
+	}
+	return out, nil
+}
+
+// checker compares received messages with the sent ones; safe for concurrent use.
+type checker struct {
+	mu         sync.Mutex
+	expected   map[int]sent
+	counts     map[int]int
+	mismatches []string
+	mismatched int
+	unexpected int
+	received   int
+}
+
+func (c *checker) mismatch(format string, args ...any) {
+	c.mismatched++
+	if len(c.mismatches) < samplesMax {
+		c.mismatches = append(c.mismatches, fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *checker) receive(m *primitive.MessageExt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.received++
+	index, err := strconv.Atoi(m.GetProperty("idx"))
+	s, ok := c.expected[index]
+	if err != nil || !ok {
+		c.unexpected++
+		return
+	}
+	c.counts[index]++
+	c.compare(index, s, m)
+}
+
+func (c *checker) compare(index int, s sent, m *primitive.MessageExt) {
+	check := func(what string, want, got any) {
+		if want != got {
+			c.mismatch("message %d: %s: sent %v, received %v", index, what, want, got)
+		}
+	}
+	check("topic", s.message.Topic, m.Topic)
+	if !bytes.Equal(s.message.Body, m.Body) {
+		c.mismatch("message %d: body differs (%d bytes received)", index, len(m.Body))
+	}
+	check("tags", s.message.GetTags(), m.GetTags())
+	check("keys", s.message.GetKeys(), m.GetKeys())
+	check("msgId", s.msgID, m.MsgId)
+	check("queueId", s.queueID, m.Queue.QueueId)
+	check("queueOffset", s.offset, m.QueueOffset)
+	for _, name := range []string{"idx", "color", "note"} {
+		check("property "+name, s.message.GetProperty(name), m.GetProperty(name))
+	}
+}
+
+func (c *checker) complete() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.counts) == len(c.expected)
+}
+
+func consume(o options, c *checker) error {
+	pc, err := rocketmq.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{o.namesrv})),
+		consumer.WithGroupName(o.group),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	)
+	if err != nil {
+		return err
+	}
+	err = pc.Subscribe(o.topic, consumer.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				c.receive(m)
+			}
+			return consumer.ConsumeSuccess, nil
+		})
+	if err != nil {
+		return err
+	}
+	if err := pc.Start(); err != nil {
+		return err
+	}
+	defer pc.Shutdown()
+	deadline := time.Now().Add(o.timeout)
+	for !c.complete() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a duplicate would arrive in this tail
+	return nil
+}
+
+func (c *checker) report(o options, sentCount int) map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	missing := []int{}
+	duplicates := 0
+	for index := range c.expected {
+		if n, ok := c.counts[index]; !ok {
+			missing = append(missing, index)
+		} else {
+			duplicates += n - 1
+		}
+	}
+	sort.Ints(missing)
+	return map[string]any{
+		"scenario": "go-produce-consume", "sent": sentCount, "expected": len(c.expected),
+		"received": c.received, "missingCount": len(missing),
+		"missing": missing[:min(samplesMax, len(missing))], "duplicates": duplicates,
+		"unexpected": c.unexpected, "mismatchCount": c.mismatched, "mismatches": append([]string{}, c.mismatches...),
+		"ok": len(missing) == 0 && duplicates == 0 && c.unexpected == 0 && c.mismatched == 0 && sentCount == o.count,
+	}
+}
+
+func main() {
+	o := parseOptions()
+	rlog.SetLogLevel("error")
+	messages, err := produce(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "produce:", err)
+		os.Exit(1)
+	}
+	c := &checker{expected: map[int]sent{}, counts: map[int]int{}}
+	for i, s := range messages {
+		c.expected[i] = s
+	}
+	if err := consume(o, c); err != nil {
+		fmt.Fprintln(os.Stderr, "consume:", err)
+		os.Exit(1)
+	}
+	line, _ := json.Marshal(c.report(o, len(messages)))
+	fmt.Println(string(line))
+}
