@@ -35,11 +35,16 @@ class Node:
         self.logs.mkdir(parents=True)
         self.ports = {service: free_port() for service in ("writer", "indexer", "notifier")}
         self.replication_port = free_port()
+        # Several replicas share one host: the writer's forward listener and the notifier's
+        # remoting front take free ports too, not their defaults (8085, 9876).
+        forward_port = free_port()
         self.config = root / name / "mqstore.yaml"
         self.config.write_text(json.dumps({
             "data_dir": str(self.data_dir), "store": {**SMALL_STORE, **(store or {})},
             "replication": {"host": host, "port": self.replication_port, **FAST_REPLICATION},
+            "writer": {"forward_port": forward_port},
             "notifier": {"indexer_url": f"http://{host}:{self.ports['indexer']}"},
+            "remoting": {"port": free_port(), "writer_address": f"127.0.0.1:{forward_port}"},
         }))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.starts = 0
@@ -63,6 +68,8 @@ class Node:
 
     def start(self, service: str = "writer") -> None:
         environment = dict(os.environ)
+        for overridden in ("MQSTORE_REMOTING__PORT", "MQSTORE_WRITER__FORWARD_PORT"):
+            environment.pop(overridden, None)  # the config file names this replica's ports
         for name, port in self.ports.items():
             environment[f"MQSTORE_{name.upper()}__HOST"] = self.host
             environment[f"MQSTORE_{name.upper()}__PORT"] = str(port)
