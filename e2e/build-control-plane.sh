@@ -16,27 +16,20 @@ root=$PWD
 source e2e/versions.env
 minor=${K8S_VERSION#1.}; minor=${minor%%.*}
 bin_dir=${MQSTORE_E2E_BIN_DIR:-$root/.cache/e2e/bin-k8s$K8S_VERSION-etcd$ETCD_VERSION-helm$HELM_VERSION}
-stamp="$bin_dir/.complete"
 binaries=(etcd kube-apiserver kube-controller-manager kubectl helm kubelet kube-scheduler kube-proxy)
 
 log() { echo "build-control-plane: $*" >&2; }
+# shellcheck source=bin-cache.sh
+source e2e/bin-cache.sh
 
-complete() {
-    [ -f "$stamp" ] || return 1
-    for b in "${binaries[@]}"; do [ -x "$bin_dir/$b" ] || return 1; done
-}
-
-mkdir -p "$root/.cache/e2e" "$bin_dir"
-exec 8>"$root/.cache/e2e/build.lock"
-flock 8
+lock_bin_dir build.lock
 if complete; then
     log "reusing $bin_dir"
     echo "$bin_dir"
     exit 0
 fi
 
-command -v go >/dev/null 2>&1 || { log "ERROR: no Go toolchain on PATH (needed to build the control plane)"; exit 1; }
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -mod=mod"
+need_go "the control plane"
 started=$(date +%s)
 work=$(mktemp -d "$root/.cache/e2e/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT

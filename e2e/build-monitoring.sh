@@ -28,20 +28,17 @@ prometheus_module=github.com/prometheus/prometheus
 IFS=. read -r major minor patch <<< "${prometheus_version#v}"
 prometheus_module_version="v0.$((major * 100 + minor)).$patch"
 bin_dir=${MQSTORE_E2E_MONITORING_BIN_DIR:-$root/.cache/e2e/monitoring-bin-operator$operator_version-prometheus$prometheus_version}
-stamp="$bin_dir/.complete"
 binaries=(operator prometheus-config-reloader prometheus)
 
 log() { echo "build-monitoring: $*" >&2; }
 
-complete() {
-    [ -f "$stamp" ] || return 1
-    for b in "${binaries[@]}"; do [ -x "$bin_dir/$b" ] || return 1; done
+extra_complete() {  # the operator's CRDs and RBAC manifests sit beside its binaries
     [ -n "$(ls "$bin_dir/crds" 2>/dev/null)" ] && [ -n "$(ls "$bin_dir/rbac" 2>/dev/null)" ]
 }
+# shellcheck source=bin-cache.sh
+source e2e/bin-cache.sh
 
-mkdir -p "$root/.cache/e2e" "$bin_dir"
-exec 8>"$root/.cache/e2e/build-monitoring.lock"
-flock 8
+lock_bin_dir build-monitoring.lock
 started=$(date +%s)
 
 # 1. The binaries.  The operator's go.mod replaces its two sibling modules (pkg/apis/monitoring,
@@ -52,8 +49,7 @@ started=$(date +%s)
 if complete; then
     log "reusing $bin_dir"
 else
-    command -v go >/dev/null 2>&1 || { log "ERROR: no Go toolchain on PATH"; exit 1; }
-    export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -mod=mod"
+    need_go "the monitoring binaries"
     work=$(mktemp -d "$root/.cache/e2e/work-monitoring.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     cd "$work"

@@ -20,28 +20,21 @@ root=$PWD
 source e2e/versions.env
 coredns_main_sum=$(sha256sum e2e/coredns/main.go | cut -c1-12)
 bin_dir=${MQSTORE_E2E_NODE_BIN_DIR:-$root/.cache/e2e/node-bin-containerd$CONTAINERD_VERSION-coredns$COREDNS_VERSION-$coredns_main_sum-lpp$LOCAL_PATH_VERSION-k8s$K8S_VERSION}
-stamp="$bin_dir/.complete"
 binaries=(containerd containerd-shim-runc-v2 ctr coredns local-path-provisioner pause)
 
 log() { echo "build-node: $*" >&2; }
+# shellcheck source=bin-cache.sh
+source e2e/bin-cache.sh
 
-complete() {
-    [ -f "$stamp" ] || return 1
-    for b in "${binaries[@]}"; do [ -x "$bin_dir/$b" ] || return 1; done
-}
-
-mkdir -p "$root/.cache/e2e" "$bin_dir"
-exec 8>"$root/.cache/e2e/build-node.lock"
-flock 8
+lock_bin_dir build-node.lock
 if complete; then
     log "reusing $bin_dir"
     echo "$bin_dir"
     exit 0
 fi
 
-command -v go >/dev/null 2>&1 || { log "ERROR: no Go toolchain on PATH"; exit 1; }
+need_go "the node's binaries"
 command -v gcc >/dev/null 2>&1 || { log "ERROR: no gcc (needed for the static pause binary)"; exit 1; }
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -mod=mod"
 started=$(date +%s)
 work=$(mktemp -d "$root/.cache/e2e/work-node.XXXXXX")
 trap 'rm -rf "$work"' EXIT
