@@ -1,6 +1,8 @@
 package org.mqstore.clients;
 
+import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
@@ -23,11 +25,7 @@ final class Clients {
     }
 
     static DefaultMQProducer producer(String namesrv, String group, String instance) {
-        DefaultMQProducer producer = new DefaultMQProducer(group);
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName(instance);
-        producer.setVipChannelEnabled(false);
-        producer.setPollNameServerInterval(ROUTE_POLL_MS);
+        DefaultMQProducer producer = configured(new DefaultMQProducer(group), namesrv, instance);
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         // The test topics are created on first send from the broker's default topic; four
         // queues are enough for two consumers to share them.
@@ -38,22 +36,31 @@ final class Clients {
     }
 
     static DefaultLitePullConsumer litePull(String namesrv, String group, String instance) {
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setInstanceName(instance);
-        consumer.setVipChannelEnabled(false);
-        consumer.setPollNameServerInterval(ROUTE_POLL_MS);
+        DefaultLitePullConsumer consumer =
+            configured(new DefaultLitePullConsumer(group), namesrv, instance);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         return consumer;
     }
 
     static DefaultMQPushConsumer push(String namesrv, String group, String instance) {
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setInstanceName(instance);
-        consumer.setVipChannelEnabled(false);
-        consumer.setPollNameServerInterval(ROUTE_POLL_MS);
+        DefaultMQPushConsumer consumer =
+            configured(new DefaultMQPushConsumer(group), namesrv, instance);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         return consumer;
+    }
+
+    @SuppressWarnings("deprecation") // DefaultMQPullConsumer: deprecated in 5.x, still shipped
+    static DefaultMQPullConsumer pull(String namesrv, String group, String instance) {
+        return configured(new DefaultMQPullConsumer(group), namesrv, instance);
+    }
+
+    /** The settings every client here shares (see the class comment). */
+    private static <T extends ClientConfig> T configured(T client, String namesrv,
+                                                         String instance) {
+        client.setNamesrvAddr(namesrv);
+        client.setInstanceName(instance);
+        client.setVipChannelEnabled(false);
+        client.setPollNameServerInterval(ROUTE_POLL_MS);
+        return client;
     }
 }

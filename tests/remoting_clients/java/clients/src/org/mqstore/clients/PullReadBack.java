@@ -30,11 +30,7 @@ final class PullReadBack {
 
     static Map<String, Object> readAll(String namesrv, String topic, String group,
                                        Checker checker, long timeoutMs) throws Exception {
-        DefaultMQPullConsumer consumer = new DefaultMQPullConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setInstanceName(group);
-        consumer.setVipChannelEnabled(false);
-        consumer.setPollNameServerInterval(Clients.ROUTE_POLL_MS);
+        DefaultMQPullConsumer consumer = Clients.pull(namesrv, group, group);
         consumer.start();
         Map<String, Object> out = new HashMap<>();
         long deadline = System.currentTimeMillis() + timeoutMs;
