@@ -12,8 +12,7 @@ import org.apache.rocketmq.common.message.MessageQueue;
 
 /**
  * DefaultLitePullConsumer in its three uses: subscribe (the client rebalances and commits),
- * assign (the caller picks queues) and seek (the caller picks offsets).  Also the read-back
- * of the assign scenario: assign every queue, seek to 0, read to the end.
+ * assign (the caller picks queues) and seek (the caller picks offsets).
  */
 final class LitePull {
     private static final long POLL_MS = 1000;
@@ -38,12 +37,17 @@ final class LitePull {
         }
     }
 
-    /** Assigns every queue of the topic, seeks each to {@code offsets} (default 0), reads. */
+    /**
+     * Assigns every queue of the topic and reads: from the first offset when {@code offsets}
+     * is empty (a new group starts there, no seek), else after seeking each queue to its offset.
+     */
     static Map<String, Object> readAssigned(String namesrv, String topic, String group,
                                             Map<Integer, Long> offsets, Checker checker,
                                             long timeoutMs) throws Exception {
         DefaultLitePullConsumer consumer = Clients.litePull(namesrv, group, group);
-        startAtEnd(consumer);
+        if (!offsets.isEmpty()) {
+            startAtEnd(consumer);
+        }
         consumer.setAutoCommit(false);
         consumer.start();
         Map<String, Object> out = new HashMap<>();
@@ -52,7 +56,9 @@ final class LitePull {
             consumer.assign(queues);
             int seekRetries = 0;
             for (MessageQueue queue : queues) {
-                seekRetries += seek(consumer, queue, offsets.getOrDefault(queue.getQueueId(), 0L));
+                if (offsets.containsKey(queue.getQueueId())) {
+                    seekRetries += seek(consumer, queue, offsets.get(queue.getQueueId()));
+                }
             }
             out.put("queues", queues.size());
             out.put("seekRetries", seekRetries);
