@@ -27,7 +27,13 @@ from .format.subscription import parse_tags
 from .format.topic import validate_topic
 from .race.read_cache import ReadCacheStats
 from .race.store import AppendError, RangeReadTimeoutError
-from .reads.get import CorruptRecordError, GetResult, GetStatus, NoRecordError
+from .reads.get import (
+    CorruptRecordError,
+    GetResult,
+    GetStatus,
+    NoRecordError,
+    NotDispatchedError,
+)
 from .recovery.recovery import RecoveryMode, RecoveryReport
 from .roles import BrokerRole
 from .stats import StoreStats
@@ -49,6 +55,7 @@ __all__ = [
     "MessageIllegalError",
     "MessageStore",
     "NoRecordError",
+    "NotDispatchedError",
     "PreallocateMethod",
     "PutResult",
     "PutStatus",

@@ -64,11 +64,29 @@ class ServiceSettings:
     the same per message of 256-message batches (7–8 µs, where the store's put dominates).
     asyncio remains for debugging with the standard loop's tools."""
 
+    header_read_timeout_ms: int = 10_000
+    """From a connection's first byte (or a request's first byte after the previous answer)
+    until its request line and headers are complete; then 408 and the connection closes.
+    A client on a slow link sends a few hundred bytes of headers in well under 1 s; 10 s
+    leaves room for a stalled mobile link while a stalled client still lets its socket go."""
+
+    body_read_timeout_ms: int = 30_000
+    """The whole request body must arrive within this once the handler reads it; then 408
+    and the connection closes, freeing the request's admission slot.  8 MiB (the writer's
+    largest body) in 30 s needs 280 KB/s; a client slower than that sends smaller batches."""
+
+    json_depth_max: int = 32
+    """Deepest nesting of arrays and objects a JSON body may have; deeper answers 400 before
+    it is parsed.  The deepest body the APIs define is 4 levels (a batch's message's
+    properties object); Python's parser would fail with RecursionError near 1,000."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be in 0..65535")
-        if self.shutdown_timeout_ms <= 0:
-            raise ConfigError(f"shutdown_timeout_ms={self.shutdown_timeout_ms} must be positive")
+        for name in ("shutdown_timeout_ms", "header_read_timeout_ms", "body_read_timeout_ms",
+                     "json_depth_max"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if self.log_level not in LOG_LEVELS:
             raise ConfigError(f"log_level={self.log_level!r} must be one of "
                               f"{', '.join(LOG_LEVELS)}")
@@ -107,6 +125,13 @@ class WriterSettings(ServiceSettings):
     more gets 503 SYSTEM_BUSY with Retry-After before its body is read.  RocketMQ bounds
     the same queue at 10,000 (`sendThreadPoolQueueCapacity`)."""
 
+    put_requests_per_client_max: int = 1024
+    """Put requests one client (remote address) may have in flight; one more gets 429
+    SYSTEM_BUSY with Retry-After before its body is read.  A quarter of
+    `put_requests_in_flight_max`: one client that stalls its requests cannot take every slot
+    from the others (over `put_requests_in_flight_max` it is that).  Behind a proxy every
+    client shares its address: raise it there."""
+
     forward_enabled: bool = True
     """Serve the forward listener: the remoting front's sends, RocketMQ-encoded, over one
     persistent connection (services/writer/forward_server.py)."""
@@ -126,7 +151,7 @@ class WriterSettings(ServiceSettings):
         super().__post_init__()
         for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
                      "retry_after_s", "put_requests_in_flight_max",
-                     "forward_frame_size_bytes_max"):
+                     "put_requests_per_client_max", "forward_frame_size_bytes_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if not 0 <= self.forward_port <= 65535:
@@ -177,6 +202,21 @@ class NotifierSettings(ServiceSettings):
     """Pulls held at once; beyond it a pull that would wait gets 503 + Retry-After.  Each holds
     a socket and a future: 1,000 stays under the common 1,024 open-files soft limit."""
 
+    held_requests_per_client_max: int = 100
+    """Pulls one client (remote address) may have held at once; beyond it a pull that would
+    wait gets 429 + Retry-After.  A tenth of `held_requests_max`: one client cannot hold
+    every slot (over `held_requests_max` it is that), and 100 held pulls cover a consumer
+    of 100 queues (one per queue)."""
+
+    groups_max: int = 10_000
+    """Consumer groups with an offsets file; a commit for a new group past it gets 409
+    GROUPS_FULL.  Each group is a file and a cached entry; RocketMQ keeps every group's
+    offsets in one file, so its bound is that file's size."""
+
+    group_offsets_file_bytes_max: int = 1 << 20
+    """Largest offsets file of one group; a commit that would grow it past this gets 413
+    GROUP_OFFSETS_TOO_LARGE.  About 20 bytes per queue: 1 MiB holds 50,000 queues' offsets."""
+
     pull_messages_max: int = 256
     """Largest `max_messages` of one pull or group poll: bounds one answer at about 350 KB
     of JSON for 1 KiB bodies (a single queue's get is also capped by get_transfer_count_max)."""
@@ -220,7 +260,8 @@ class NotifierSettings(ServiceSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("pull_wait_ms_max", "held_requests_max", "pull_messages_max",
+        for name in ("pull_wait_ms_max", "held_requests_max", "held_requests_per_client_max",
+                     "groups_max", "group_offsets_file_bytes_max", "pull_messages_max",
                      "group_poll_queue_share_min",
                      "refresh_interval_ms", "notice_silence_max_ms",
                      "notice_reconnect_initial_ms", "notice_reconnect_max_ms",

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from aiohttp import web
 
 from .config_file import ServiceSettings
+from .http_server import GuardedRunner
 
 
 async def first_signal() -> int:
@@ -50,7 +51,8 @@ async def serve(app: web.Application, settings: ServiceSettings, *, log: logging
     """Serve `app` until a signal or `failure()`: log "listening" (with the bound port and
     `details`), then "stopping" with the reason; `on_stopping` runs before in-flight requests
     are given `shutdown_timeout_ms` to finish.  The caller closes its engine afterwards."""
-    runner = web.AppRunner(app, shutdown_timeout=settings.shutdown_timeout_ms / 1000,
+    runner = GuardedRunner(app, header_read_timeout_ms=settings.header_read_timeout_ms,
+                           shutdown_timeout=settings.shutdown_timeout_ms / 1000,
                            access_log=access_log)
     await runner.setup()
     try:

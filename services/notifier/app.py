@@ -28,6 +28,7 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
+from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
@@ -71,7 +72,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
     stops with the app, and the notices wake its held pulls too."""
     state = NotifierState()
-    held = HeldPulls(held_max=settings.held_requests_max)
+    held = HeldPulls(held_max=settings.held_requests_max,
+                     held_per_client_max=settings.held_requests_per_client_max)
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
                                                             state.stream.connected))
     feed = NoticeFeed(view, held, metrics)
@@ -80,14 +82,18 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                     queue_share_min=settings.group_poll_queue_share_min)
     handlers = NotifierHandlers(view, offsets, puller, settings)
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
-                          middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log)])
+                          middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log),
+                                       body_size_middleware(
+                                           body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX)])
+    expect = body_size_expect_handler(body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX)
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
     router = app.router
     router.add_get("/v1/topics/{topic}/queues/{queue_id}/messages", handlers.pull, name="pull",
                    allow_head=False)
     router.add_post("/v1/groups/{group}/topics/{topic}/poll", handlers.poll_group,
-                    name="poll_group")
-    router.add_post("/v1/groups/{group}/offsets", handlers.commit_offsets)
+                    name="poll_group", expect_handler=expect)
+    router.add_post("/v1/groups/{group}/offsets", handlers.commit_offsets,
+                    expect_handler=expect)
     router.add_get("/v1/groups/{group}/offsets", handlers.fetch_offsets, allow_head=False)
     router.add_get("/v1/topics/{topic}/messages", handlers.messages_by_key, allow_head=False)
     router.add_get("/v1/topics/{topic}/queues/{queue_id}/offset-by-time",

@@ -14,16 +14,24 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import ServiceError, json_response
-from mqstore.storage import CorruptRecordError, GetStatus, NoRecordError, StoreFormatError
+from mqstore.storage import (
+    CorruptRecordError,
+    GetStatus,
+    NoRecordError,
+    NotDispatchedError,
+    StoreFormatError,
+)
 from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
     ConsumerOffsets,
+    GroupOffsetsTooLargeError,
+    GroupsFullError,
     OffsetsLockTimeoutError,
 )
 from mqstore.storage.reads.store_view import StoreView
 
 from .answers import message_json
-from .held import HeldPullsFullError
+from .held import HeldPullsClientFullError, HeldPullsFullError
 from .metrics import STATUS_KEY, held_marker
 from .pulls import Puller, committed_or_min
 from .requests import (
@@ -69,7 +77,7 @@ class NotifierHandlers:
         tags = tags_of(request.query.get("tags"))
         document = await self._held(self._puller.pull_queue(
             topic, queue_id, offset, max_messages=max_messages, tags=tags, wait_ms=wait_ms,
-            on_hold=held_marker(request)))
+            client=request.remote or "", on_hold=held_marker(request)))
         request[STATUS_KEY] = document["status"]
         return json_response(document)
 
@@ -78,7 +86,8 @@ class NotifierHandlers:
         "offsets"}"""
         group = check_group(request.match_info["group"])
         topic = check_topic(request.match_info["topic"], size_bytes_max=self._topic_bytes_max)
-        body = await read_json_object(request, fields=POLL_FIELDS)
+        body = await read_json_object(request, fields=POLL_FIELDS,
+                                      settings=self._settings)
         max_messages, wait_ms = self._pull_bounds(
             lambda name, default, maximum, setting: json_int(
                 body, name, minimum=1 if name == "max_messages" else 0, maximum=maximum,
@@ -89,7 +98,7 @@ class NotifierHandlers:
         start = committed_or_min(self._view, topic, given=given, committed=committed)
         document = await self._held(self._puller.poll_group(
             topic, start_offset=start, max_messages=max_messages, tags=tags, wait_ms=wait_ms,
-            on_hold=held_marker(request)))
+            client=request.remote or "", on_hold=held_marker(request)))
         request[STATUS_KEY] = "FOUND" if document["messages"] else "EMPTY"
         return json_response({"group": group, "topic": topic, **document})
 
@@ -103,6 +112,9 @@ class NotifierHandlers:
     async def _held(self, pull: Awaitable[dict[str, Any]]) -> dict[str, Any]:
         try:
             return await pull
+        except HeldPullsClientFullError as error:
+            raise ServiceError(429, "BUSY", str(error), headers={
+                "Retry-After": str(self._settings.retry_after_s)}) from None
         except HeldPullsFullError as error:
             raise ServiceError(503, "BUSY", str(error), headers={
                 "Retry-After": str(self._settings.retry_after_s)}) from None
@@ -111,7 +123,8 @@ class NotifierHandlers:
     async def commit_offsets(self, request: web.Request) -> web.Response:
         """POST /v1/groups/{group}/offsets {"topic", "offsets": {"<qid>": n}, "reset"}"""
         group = check_group(request.match_info["group"])
-        body = await read_json_object(request, fields=COMMIT_FIELDS)
+        body = await read_json_object(request, fields=COMMIT_FIELDS,
+                                      settings=self._settings)
         topic = body.get("topic")
         if not isinstance(topic, str):
             raise bad_request("topic is required (a string)")
@@ -128,6 +141,11 @@ class NotifierHandlers:
         except OffsetsLockTimeoutError as error:
             raise ServiceError(503, "OFFSETS_BUSY", str(error), headers={
                 "Retry-After": str(self._settings.retry_after_s)}) from None
+        except GroupsFullError as error:
+            raise ServiceError(409, "GROUPS_FULL", f"{error} (groups_max)") from None
+        except GroupOffsetsTooLargeError as error:
+            raise ServiceError(413, "GROUP_OFFSETS_TOO_LARGE",
+                               f"{error} (group_offsets_file_bytes_max)") from None
         except StoreFormatError as error:
             raise ServiceError(500, "OFFSETS_CORRUPT", str(error)) from None
         return json_response(_offsets_json(group, topic, merged))
@@ -181,6 +199,8 @@ class NotifierHandlers:
                                     minimum=0, maximum=OFFSET_MAX)
         try:
             message = self._view.message_at(physical_offset)
+        except NotDispatchedError as error:
+            raise ServiceError(404, "NOT_DISPATCHED_YET", str(error)) from None
         except NoRecordError as error:
             raise ServiceError(404, "NOT_FOUND", str(error)) from None
         except CorruptRecordError as error:

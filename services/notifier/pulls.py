@@ -57,10 +57,11 @@ class Puller:
         """Past this far behind the log's end, answers suggest pulling from a follower."""
 
     async def pull_queue(self, topic: str, queue_id: int, offset: int, *, max_messages: int,
-                         tags: Sequence[str] | None, wait_ms: int,
+                         tags: Sequence[str] | None, wait_ms: int, client: str,
                          on_hold: Callable[[], None]) -> dict[str, Any]:
         """One queue from `offset`; held up to `wait_ms` while caught up (`on_hold` is
-        called each time it waits: the metrics tell waiting pulls apart)."""
+        called each time it waits: the metrics tell waiting pulls apart).  `client`: whose
+        held-pull share it takes (its remote address)."""
         loop = asyncio.get_running_loop()
         deadline_s = loop.time() + wait_ms / 1000
         while True:
@@ -73,14 +74,14 @@ class Puller:
                                      behind_bytes_max=self._behind_bytes_max)
             on_hold()
             cause = await self._held.wait(topic, {queue_id: offset}, any_queue=False,
-                                          timeout_s=remaining_s)
+                                          timeout_s=remaining_s, client=client)
             self._metrics.woken(cause)
             if cause == SHUTDOWN:
                 deadline_s = loop.time()  # one more get, then answer
 
     async def poll_group(self, topic: str, *, start_offset: Callable[[int], int],
                          max_messages: int, tags: Sequence[str] | None, wait_ms: int,
-                         on_hold: Callable[[], None]) -> dict[str, Any]:
+                         client: str, on_hold: Callable[[], None]) -> dict[str, Any]:
         """Messages across the topic's queues from `start_offset(queue_id)`; held up to
         `wait_ms` while every queue is caught up.  Answers the messages (each with its
         queue id and offset) and every queue's next offset."""
@@ -107,7 +108,7 @@ class Puller:
                 return answer
             on_hold()
             cause = await self._held.wait(topic, dict(positions), any_queue=True,
-                                          timeout_s=remaining_s)
+                                          timeout_s=remaining_s, client=client)
             self._metrics.woken(cause)
             if cause == SHUTDOWN:
                 deadline_s = loop.time()

@@ -6,7 +6,9 @@
 | offsets, wait_ms over pull_wait_ms_max, max_messages over        |      |                        |
 | pull_messages_max, queue ids over 2^31 - 1)                     |      |                        |
 | topic characters or length, group name rules, tags              | 400  | BAD_REQUEST            |
-| junk JSON, wrong JSON shape or types, unknown fields            | 400  | BAD_REQUEST            |
+| junk JSON, JSON nested over json_depth_max, wrong JSON shape or | 400  | BAD_REQUEST            |
+| types, unknown fields                                           |      |                        |
+| a body not all arrived within body_read_timeout_ms              | 408  | REQUEST_TIMEOUT        |
 | wrong Content-Type of a body                                    | 415  | UNSUPPORTED_MEDIA_TYPE |
 
 Every reason names the parameter and the rule, e.g. `offset must be an integer >= 0, not
@@ -15,12 +17,13 @@ Every reason names the parameter and the rule, e.g. `offset must be an integer >
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from aiohttp import web
 
+from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.http_bodies import parse_json, read_body
 from mqstore.storage import TopicNameError, validate_topic
 from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
@@ -113,19 +116,16 @@ def tags_of(value: object) -> list[str] | None:
     return tags
 
 
-async def read_json_object(request: web.Request, *, fields: frozenset[str]) -> dict[str, object]:
-    """The body as a JSON object with no fields but `fields`."""
+async def read_json_object(request: web.Request, *, fields: frozenset[str],
+                           settings: NotifierSettings) -> dict[str, object]:
+    """The body as a JSON object with no fields but `fields`, read within
+    `body_read_timeout_ms` and nested at most `json_depth_max` deep (http_bodies.py)."""
     if request.content_type != JSON_MEDIA_TYPE:
         raise ServiceError(415, "UNSUPPORTED_MEDIA_TYPE",
                            f"Content-Type must be {JSON_MEDIA_TYPE}, not "
                            f"{request.content_type or 'absent'}")
-    raw = await request.read()
-    try:
-        document = json.loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
-    except UnicodeDecodeError as error:
-        raise bad_request(f"request body is not UTF-8: {error.reason}") from None
-    except json.JSONDecodeError as error:
-        raise bad_request(f"request body is not valid JSON: {error}") from None
+    raw = await read_body(request, timeout_ms=settings.body_read_timeout_ms)
+    document = parse_json(raw, depth_max=settings.json_depth_max)
     if not isinstance(document, dict):
         raise bad_request(f"the body must be a JSON object, not {_json_type(document)}")
     unknown = document.keys() - fields

@@ -40,7 +40,9 @@ async def _serve(config: ServiceConfig) -> int:
     view = StoreView.open(config.data_dir, config.store)
     try:
         offsets = ConsumerOffsets(config.data_dir,
-                                  lock_timeout_ms=settings.offsets_lock_timeout_ms)
+                                  lock_timeout_ms=settings.offsets_lock_timeout_ms,
+                                  groups_max=settings.groups_max,
+                                  file_size_bytes_max=settings.group_offsets_file_bytes_max)
         # Imported here: the front uses the notifier's held pulls (no cycle at import time).
         from mqstore.services.remoting.service import RemotingFront  # noqa: PLC0415
 

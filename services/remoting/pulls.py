@@ -28,7 +28,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from mqstore.services.notifier.held import SHUTDOWN, HeldPullsFullError
+from mqstore.services.notifier.held import (
+    SHUTDOWN,
+    HeldPullsClientFullError,
+    HeldPullsFullError,
+)
 from mqstore.services.notifier.pulls import HOLD_STATUSES
 from mqstore.storage import GetResult, GetStatus, SubscriptionExpressionError, parse_tags
 
@@ -89,7 +93,12 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
                 return _answer(request, result, offset=offset, where=f"{topic}/{queue_id}")
         try:
             cause = await front.held.wait(topic, {queue_id: offset}, any_queue=False,
-                                          timeout_s=remaining_s)
+                                          timeout_s=remaining_s,
+                                          client=peer.address.rpartition(":")[0])
+        except HeldPullsClientFullError:
+            raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] this client holds "
+                                             f"{front.held.held_per_client_max} pulls already "
+                                             f"(remoting.held_pulls_per_client_max)") from None
         except HeldPullsFullError:
             # Not PULL_NOT_FOUND: a push consumer would pull again at once, and spin.  An
             # error makes it wait `pullTimeDelayMillsWhenException` (1 s) first.

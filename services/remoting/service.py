@@ -36,7 +36,8 @@ log = logging.getLogger("mqstore.remoting")
 class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
                  *, queue_count_max: int) -> None:
-        self.held = HeldPulls(held_max=settings.held_pulls_max)
+        self.held = HeldPulls(held_max=settings.held_pulls_max,
+                              held_per_client_max=settings.held_pulls_per_client_max)
         self.front = Front(
             view=view, settings=settings, store_config=view.config,
             topics=TopicTable(view.directory, queue_count_max=queue_count_max,

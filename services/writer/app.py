@@ -18,6 +18,7 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
+from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
 from mqstore.storage import MessageStore
 
 from .admission import Admission
@@ -41,6 +42,7 @@ class WriterState:
 STATE = web.AppKey("writer_state", WriterState)
 METRICS = web.AppKey("writer_metrics", WriterMetrics)
 HANDLERS = web.AppKey("writer_handlers", WriterHandlers)
+ADMISSION = web.AppKey("writer_admission", Admission)
 
 
 def create_app(store: MessageStore, settings: WriterSettings, *,
@@ -48,24 +50,32 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
     """`follower`: a follower's replication client (its status and metrics are served here,
     and its produce routes refuse with 403)."""
     admission = Admission(limit=settings.put_requests_in_flight_max,
+                          per_client_limit=settings.put_requests_per_client_max,
                           retry_after_s=settings.retry_after_s)
     metrics = WriterMetrics(store, admission, follower=follower)
     handlers = WriterHandlers(store, settings, metrics,
                               master=follower.settings.master if follower else "")
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
-    # including the errors the error middleware shapes (admission's 503 among them).
-    app = web.Application(client_max_size=settings.request_body_size_bytes_max,
+    # including the errors the error middleware shapes (admission's 503 among them); an
+    # oversized body is refused before it takes an admission slot.
+    body_size_bytes_max = settings.request_body_size_bytes_max
+    app = web.Application(client_max_size=body_size_bytes_max,
                           middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log),
+                                       body_size_middleware(
+                                           body_size_bytes_max=body_size_bytes_max),
                                        admission.middleware(PUT_ROUTES)])
+    expect = body_size_expect_handler(body_size_bytes_max=body_size_bytes_max)
     app[STATE] = state
     app[METRICS] = metrics
     app[HANDLERS] = handlers
+    app[ADMISSION] = admission
     router = app.router
-    router.add_post("/v1/topics/{topic}/messages", handlers.put_message, name="put_message")
+    router.add_post("/v1/topics/{topic}/messages", handlers.put_message, name="put_message",
+                    expect_handler=expect)
     router.add_post("/v1/topics/{topic}/messages/batch", handlers.put_topic_batch,
-                    name="put_topic_batch")
-    router.add_post("/v1/batch", handlers.put_batch, name="put_batch")
+                    name="put_topic_batch", expect_handler=expect)
+    router.add_post("/v1/batch", handlers.put_batch, name="put_batch", expect_handler=expect)
 
     async def replication(request: web.Request) -> web.Response:
         return json_response(replication_status(store, follower))
@@ -79,7 +89,7 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
             return f"store stopped: {store.failure}"
         if store.closed:
             return "store is closed"
-        return None
+        return admission.saturated()
 
     add_common_routes(app, registry=metrics.registry, openapi=writer_openapi(),
                       not_ready=not_ready)

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import json_response
+from mqstore.services.common.http_bodies import read_body
 from mqstore.services.common.wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
@@ -67,7 +68,7 @@ class WriterHandlers:
         """POST /v1/topics/{topic}/messages: one JSON message."""
         self._refuse_on_follower()
         topic = request.match_info["topic"]
-        document = await read_json(request)
+        document = await read_json(request, self._settings)
         self._rules.check_topic(topic, where="topic")
         wire = wire_message_from_json(document, topic=topic, where="message")
         messages = self._rules.store_messages([wire], where="message", batch=False)
@@ -79,7 +80,7 @@ class WriterHandlers:
         """POST /v1/topics/{topic}/messages/batch: {"messages": [...]} of one topic."""
         self._refuse_on_follower()
         topic = request.match_info["topic"]
-        document = await read_json(request)
+        document = await read_json(request, self._settings)
         self._rules.check_topic(topic, where="topic")
         if not isinstance(document, dict) or document.keys() != {"messages"}:
             raise bad_request('the body must be an object with one field, "messages"')
@@ -98,7 +99,7 @@ class WriterHandlers:
         """POST /v1/batch: a binary batch (wire.BatchCodec), possibly of several topics."""
         self._refuse_on_follower()
         require_media_type(request, BATCH_MEDIA_TYPE)
-        raw = await request.read()
+        raw = await read_body(request, timeout_ms=self._settings.body_read_timeout_ms)
         try:
             wires = BatchCodec.decode(raw, messages_max=self._settings.batch_messages_max)
         except WireFormatError as error:

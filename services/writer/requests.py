@@ -9,7 +9,9 @@ request writes nothing.  Answers:
 |                                                                 |      | MEDIA_TYPE     |
 | body over `request_body_size_bytes_max` (aiohttp refuses it)    | 413  | REQUEST_ENTITY_|
 |                                                                 |      | TOO_LARGE      |
-| junk JSON, wrong JSON shape or types, unknown fields, bad batch | 400  | BAD_REQUEST    |
+| junk JSON, JSON nested over `json_depth_max`, wrong JSON shape | 400  | BAD_REQUEST    |
+| or types, unknown fields, bad batch                             |      |                |
+| a body not all arrived within `body_read_timeout_ms`            | 408  | REQUEST_TIMEOUT|
 | topic characters or length, queue id, empty body, reserved      | 400  | MESSAGE_ILLEGAL|
 | property names                                                  |      |                |
 | a body over `message_body_size_bytes_max`, or the bodies of one | 413  | MESSAGE_ILLEGAL|
@@ -23,13 +25,13 @@ one message is illegal.  Errors name the message: `messages[3].queue_id` for JSO
 from __future__ import annotations
 
 import binascii
-import json
 from collections.abc import Sequence
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.http_bodies import parse_json, read_body
 from mqstore.services.common.wire import WireMessage
 from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
 from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
@@ -56,15 +58,12 @@ def require_media_type(request: web.Request, media_type: str) -> None:
                            f"{request.content_type or 'absent'}")
 
 
-async def read_json(request: web.Request) -> object:
+async def read_json(request: web.Request, settings: WriterSettings) -> object:
+    """The JSON body, read within `body_read_timeout_ms` and nested at most
+    `json_depth_max` deep (http_bodies.py)."""
     require_media_type(request, JSON_MEDIA_TYPE)
-    raw = await request.read()
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError as error:
-        raise bad_request(f"request body is not UTF-8: {error.reason}") from None
-    except json.JSONDecodeError as error:
-        raise bad_request(f"request body is not valid JSON: {error}") from None
+    raw = await read_body(request, timeout_ms=settings.body_read_timeout_ms)
+    return parse_json(raw, depth_max=settings.json_depth_max)
 
 
 def wire_message_from_json(document: object, *, topic: str, where: str) -> WireMessage:

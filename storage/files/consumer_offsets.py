@@ -19,6 +19,12 @@ commit through different replicas), each commit a compare-and-set under the grou
 3. if that changed anything: write `<group>.json.creating`, fsync it, rename it over
    `<group>.json`, fsync the directory; then unlock.
 
+Bounds: at most `groups_max` groups have a file (a commit that would create one more raises
+`GroupsFullError`; replicas count under different locks, so two racing first commits may
+pass the bound by one each), and no file grows past `file_size_bytes_max`
+(`GroupOffsetsTooLargeError`, nothing written): a client naming new groups, topics or queue
+ids at will cannot fill the volume or the cache.
+
 Readers take no lock: rename is atomic, so they see the previous file or the next, whole.
 `flock`, not fcntl record locks: two replicas in one process (the tests) must exclude each
 other too, and flock is per open file description.  Group names follow the topic rules
@@ -51,6 +57,11 @@ LOCK_POLL_INTERVAL_S = 0.002
 """Between attempts at a held lock: a commit holds it for one small write and two syncs."""
 _LEGAL = frozenset(LEGAL_TOPIC_CHARACTERS)
 _CACHED_GROUPS_MAX = 10_000
+GROUPS_MAX = 10_000
+"""Default bound on groups (the notifier's `groups_max`)."""
+FILE_SIZE_BYTES_MAX = 1 << 20
+"""Default bound on one group's file (the notifier's `group_offsets_file_bytes_max`)."""
+OFFSETS_FILE_SUFFIX = ".json"
 
 
 class GroupNameError(StoreError, ValueError):
@@ -59,6 +70,14 @@ class GroupNameError(StoreError, ValueError):
 
 class OffsetsLockTimeoutError(StoreError):
     """Another commit of the same group held its lock for longer than `lock_timeout_ms`."""
+
+
+class GroupsFullError(StoreError):
+    """A commit would create a group's file past `groups_max`; nothing was written."""
+
+
+class GroupOffsetsTooLargeError(StoreError):
+    """A commit would grow a group's file past `file_size_bytes_max`; nothing was written."""
 
 
 def validate_group(name: object) -> str:
@@ -77,11 +96,17 @@ def validate_group(name: object) -> str:
 class ConsumerOffsets:
     """Commits may run on several threads at once (each takes the lock); fetches read."""
 
-    def __init__(self, store_directory: Path, *, lock_timeout_ms: int) -> None:
-        if lock_timeout_ms <= 0:
-            raise ValueError(f"lock_timeout_ms={lock_timeout_ms} must be positive")
+    def __init__(self, store_directory: Path, *, lock_timeout_ms: int,
+                 groups_max: int = GROUPS_MAX,
+                 file_size_bytes_max: int = FILE_SIZE_BYTES_MAX) -> None:
+        for name, value in (("lock_timeout_ms", lock_timeout_ms), ("groups_max", groups_max),
+                            ("file_size_bytes_max", file_size_bytes_max)):
+            if value <= 0:
+                raise ValueError(f"{name}={value} must be positive")
         self.directory = store_directory / OFFSETS_DIRECTORY
         self.lock_timeout_ms = lock_timeout_ms
+        self.groups_max = groups_max
+        self.file_size_bytes_max = file_size_bytes_max
         self._cache: dict[str, tuple[tuple[int, int, int], dict[str, dict[str, int]]]] = {}
         self._cache_lock = threading.Lock()
 
@@ -110,15 +135,32 @@ class ConsumerOffsets:
                 key = str(queue_id)
                 merged[key] = offset if reset else max(offset, stored.get(key, -1))
             if merged != stored:
+                if not topics:
+                    self._check_room_for_group(group)
                 topics = {**topics, topic: merged}
                 self._write(group, topics)
         finally:
             os.close(lock_fd)  # closing the last descriptor of the description unlocks
         return {int(queue_id): offset for queue_id, offset in merged.items()}
 
+    def group_count(self) -> int:
+        """Groups with an offsets file."""
+        try:
+            with os.scandir(self.directory) as entries:
+                return sum(1 for entry in entries if entry.name.endswith(OFFSETS_FILE_SUFFIX))
+        except FileNotFoundError:
+            return 0
+
+    def _check_room_for_group(self, group: str) -> None:
+        """Called under `group`'s lock when it has no file yet: one more file allowed?"""
+        count = self.group_count()
+        if count >= self.groups_max:
+            raise GroupsFullError(f"{count} consumer groups have offsets already; the limit "
+                                  f"is {self.groups_max}: group {group!r} is not created")
+
     # -- files -------------------------------------------------------------------------------
     def path(self, group: str) -> Path:
-        return self.directory / f"{group}.json"
+        return self.directory / f"{group}{OFFSETS_FILE_SUFFIX}"
 
     def _lock(self, group: str) -> int:
         fd = os.open(self.directory / f"{group}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
@@ -169,10 +211,14 @@ class ConsumerOffsets:
         document = {"version": FORMAT_VERSION, "group": group,
                     "updated_ms": time.time_ns() // 1_000_000, "topics": topics}
         path = self.path(group)
+        data = json.dumps(document, sort_keys=True).encode()
+        if len(data) > self.file_size_bytes_max:
+            raise GroupOffsetsTooLargeError(
+                f"{path}: the commit would make the file {len(data)} bytes; the limit is "
+                f"{self.file_size_bytes_max} (fewer topics or queues per group)")
         creating = path.with_name(path.name + CREATING_SUFFIX)
         fd = os.open(creating, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:
-            data = json.dumps(document, sort_keys=True).encode()
             written = os.write(fd, data)
             assert written == len(data), "a regular file takes a small write whole"
             os.fsync(fd)

@@ -273,6 +273,19 @@ class ConsumeQueue:
         end = min(queue_file.written_position, start + count_max * ENTRY_SIZE_BYTES)
         return queue_file, queue_file.entries(start, end)
 
+    def physical_offset_at(self, queue_offset: int) -> int | None:
+        """The commit log position entry `queue_offset` points at, or None if that entry is
+        not readable (below the minimum or at or past the written end)."""
+        held = self.read(queue_offset, 1)
+        if held is None:
+            return None
+        queue_file, entries = held
+        try:
+            return int(entries["physical_offset"][0]) if len(entries) else None
+        finally:
+            del entries
+            queue_file.release()
+
     def _find(self, position: int) -> ConsumeQueueFile | None:
         files = self.files
         if not files:

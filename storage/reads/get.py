@@ -51,6 +51,12 @@ class NoRecordError(StoreError, LookupError):
     """No readable record starts at the given physical offset."""
 
 
+class NotDispatchedError(NoRecordError):
+    """A record starts at the given physical offset, but its consume queue has no entry for
+    it yet (the indexer has not dispatched it): it cannot be told from a record that some
+    message's body carries, so it is not served until it is dispatched."""
+
+
 SCAN_BYTES_MIN = 16_000
 """RocketMQ scans at least 16,000 bytes of consume queue (800 entries) per get."""
 

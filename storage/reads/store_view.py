@@ -52,7 +52,7 @@ from ..format.volume import (
 from ..index.reader import IndexReader
 from ..queues.queue_view import QueueView
 from ..queues.reader import RecordMatches
-from .get import GetResult
+from .get import GetResult, NoRecordError, NotDispatchedError
 from .log_view import LogView
 from .store_reads import StoreReads
 
@@ -191,11 +191,30 @@ class StoreView:
         return self._reads.offset_by_time(topic, queue_id, timestamp_ms)
 
     def message_at(self, physical_offset: int) -> StoredMessage:
-        """The record at `physical_offset`, below the committed end; `NoRecordError` if
-        there is none (gone, not yet committed, or not a record's start)."""
+        """The message at `physical_offset`, below the committed end; `NoRecordError` if
+        there is none (gone, not yet committed, or not a message's start).
+
+        Bytes that decode as a record are not proof of a message: a message's body may carry
+        a whole record of another topic.  The consume queue is: the message is served only
+        if the entry at its queue offset points at exactly `physical_offset`.
+        `NotDispatchedError` if its queue has no such entry yet (it may be a message the
+        indexer has yet to dispatch, or bytes inside a body)."""
         if physical_offset >= self.log.committed_position:
             self._read_positions()  # a message just written: the end may have moved
-        return self._reads.message_at(physical_offset)
+        message = self._reads.message_at(physical_offset)
+        queue = self._queues.get((message.topic, message.queue_id))
+        if queue is None or message.queue_offset >= queue.max_offset:
+            raise NotDispatchedError(
+                f"no consume queue entry for {message.topic}/{message.queue_id} offset "
+                f"{message.queue_offset} yet: position {physical_offset} is not served "
+                f"until the indexer dispatches a message there")
+        pointed = queue.physical_offset_at(message.queue_offset)
+        if pointed != physical_offset:
+            raise NoRecordError(
+                f"position {physical_offset} is not a message's start: entry "
+                f"{message.queue_offset} of {message.topic}/{message.queue_id} points at "
+                f"{'nothing readable' if pointed is None else pointed}")
+        return message
 
     def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
                      max_messages: int = 32) -> list[StoredMessage]:
