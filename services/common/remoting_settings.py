@@ -58,6 +58,11 @@ class RemotingSettings:
     (the client pulls again after its 1 s error delay, instead of at once).  Each holds a
     future and a request."""
 
+    held_pulls_per_client_max: int = 100
+    """Pulls one client host held at once; one more that would wait answers SYSTEM_BUSY.
+    A tenth of `held_pulls_max`: one client cannot hold every slot, and a consumer holds one
+    pull per queue it is assigned (100 queues)."""
+
     pull_suspend_ms_max: int = 20_000
     """Longest hold of a pull, whatever `suspendTimeoutMillis` asks: clients wait 30 s for
     the answer (push 15 s, lite pull 20 s holds), and an answer after that closes the socket."""
@@ -105,6 +110,7 @@ class RemotingSettings:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be in 0..65535")
         for name in ("connections_max", "frame_size_bytes_max", "held_pulls_max",
+                     "held_pulls_per_client_max",
                      "requests_in_flight_per_connection_max", "pull_suspend_ms_max",
                      "writer_requests_in_flight_max", "writer_timeout_ms", "topics_max",
                      "consumer_expiry_ms", "clients_max", "lock_expiry_ms",
