@@ -38,16 +38,22 @@ final class LitePull {
     }
 
     /**
-     * Assigns every queue of the topic and reads: from the first offset when {@code offsets}
-     * is empty (a new group starts there, no seek), else after seeking each queue to its offset.
+     * Assigns every queue of the topic and reads.  With {@code seekOffsets} empty, a new group
+     * reads from the first offset (no seek).  Otherwise the group's committed offset of each
+     * queue is first set to {@code endOffsets} (nothing left to read, see
+     * {@link PullReadBack#commit}), then each queue is sought to its seek offset: assign starts
+     * pulling before seek can run, and a pull in flight when seek lands can still hand over its
+     * messages (seen with the 5.5.0 client: messages below the seek offset came back); from
+     * the end, that pull finds nothing.
      */
     static Map<String, Object> readAssigned(String namesrv, String topic, String group,
-                                            Map<Integer, Long> offsets, Checker checker,
+                                            Map<Integer, Long> endOffsets,
+                                            Map<Integer, Long> seekOffsets, Checker checker,
                                             long timeoutMs) throws Exception {
-        DefaultLitePullConsumer consumer = Clients.litePull(namesrv, group, group);
-        if (!offsets.isEmpty()) {
-            startAtEnd(consumer);
+        if (!endOffsets.isEmpty()) {
+            PullReadBack.commit(namesrv, topic, group, endOffsets, timeoutMs);
         }
+        DefaultLitePullConsumer consumer = Clients.litePull(namesrv, group, group);
         consumer.setAutoCommit(false);
         consumer.start();
         Map<String, Object> out = new HashMap<>();
@@ -56,8 +62,9 @@ final class LitePull {
             consumer.assign(queues);
             int seekRetries = 0;
             for (MessageQueue queue : queues) {
-                if (offsets.containsKey(queue.getQueueId())) {
-                    seekRetries += seek(consumer, queue, offsets.get(queue.getQueueId()));
+                Long offset = seekOffsets.get(queue.getQueueId());
+                if (offset != null) {
+                    seekRetries += seek(consumer, queue, offset);
                 }
             }
             out.put("queues", queues.size());
@@ -70,10 +77,9 @@ final class LitePull {
     }
 
     /**
-     * Assign starts pulling before seek can run, from the group's position (offset 0 for a new
-     * group that starts at the first offset); a pull in flight when seek lands can still hand
-     * over its messages (seen with the 5.5.0 client: messages below the seek offset came back).
-     * A new group that starts at the end pulls nothing before the seek.
+     * A new group that starts at the end of each queue: where the broker answers "no offset"
+     * (RocketMQ does once a queue's first message has left memory), assign pulls nothing
+     * before the caller's seek; on a young queue the broker answers offset 0 instead.
      */
     static void startAtEnd(DefaultLitePullConsumer consumer) {
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
@@ -139,12 +145,17 @@ final class LitePull {
         return out;
     }
 
-    /** Each queue's seek offset: half its messages, so the first half must not come back. */
-    static Map<Integer, Long> halfway(List<Sent> sent) {
+    /** Each queue's end: the offset after the last message sent to it. */
+    static Map<Integer, Long> ends(List<Sent> sent) {
         Map<Integer, Long> ends = new HashMap<>();
         for (Sent one : sent) {
             ends.merge(one.queueId, one.queueOffset + 1, Math::max);
         }
+        return ends;
+    }
+
+    /** Each queue's seek offset: half its messages, so the first half must not come back. */
+    static Map<Integer, Long> halfway(Map<Integer, Long> ends) {
         Map<Integer, Long> offsets = new HashMap<>();
         for (Map.Entry<Integer, Long> end : ends.entrySet()) {
             offsets.put(end.getKey(), end.getValue() / 2);

@@ -28,6 +28,29 @@ final class PullReadBack {
     private PullReadBack() {
     }
 
+    /**
+     * Commits the group's offset of each queue in {@code offsets}, synchronously, before
+     * another client of the group starts.  One pull per queue first: it creates the group on
+     * a RocketMQ 5.x broker, which refuses offsets of a group it does not know (code 26).
+     */
+    static void commit(String namesrv, String topic, String group, Map<Integer, Long> offsets,
+                       long timeoutMs) throws Exception {
+        DefaultMQPullConsumer consumer = Clients.pull(namesrv, group, group + "-commit");
+        consumer.start();
+        try {
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            for (MessageQueue queue : awaitRoute(consumer, topic, deadline)) {
+                Long offset = offsets.get(queue.getQueueId());
+                if (offset != null) {
+                    consumer.pull(queue, "*", offset, 1, PULL_TIMEOUT_MS);
+                    consumer.getOffsetStore().updateConsumeOffsetToBroker(queue, offset, false);
+                }
+            }
+        } finally {
+            consumer.shutdown();
+        }
+    }
+
     static Map<String, Object> readAll(String namesrv, String topic, String group,
                                        Checker checker, long timeoutMs) throws Exception {
         DefaultMQPullConsumer consumer = Clients.pull(namesrv, group, group);

@@ -71,17 +71,18 @@ final class Scenarios {
                 return PullReadBack.readAll(namesrv, topic, group, checker, timeoutMs);
             case "lite-assign":
                 checker.expectAll(sent, null);
-                return LitePull.readAssigned(namesrv, topic, group, new HashMap<>(), checker,
-                    timeoutMs);
+                return LitePull.readAssigned(namesrv, topic, group, new HashMap<>(),
+                    new HashMap<>(), checker, timeoutMs);
             case "lite-seek": {
-                Map<Integer, Long> offsets = LitePull.halfway(sent);
+                Map<Integer, Long> ends = LitePull.ends(sent);
+                Map<Integer, Long> offsets = LitePull.halfway(ends);
                 for (Sent one : sent) {
                     if (one.queueOffset >= offsets.get(one.queueId)) {
                         checker.expect(one);
                     }
                 }
-                Map<String, Object> out = LitePull.readAssigned(namesrv, topic, group, offsets,
-                    checker, timeoutMs);
+                Map<String, Object> out = LitePull.readAssigned(namesrv, topic, group, ends,
+                    offsets, checker, timeoutMs);
                 out.put("seekOffsets", offsets);
                 return out;
             }
