@@ -27,6 +27,7 @@ from .held import HeldPullsFullError
 from .metrics import STATUS_KEY, held_marker
 from .pulls import Puller, committed_or_min
 from .requests import (
+    DEFAULT_MAX_MESSAGES,
     TIMESTAMP_MS_MAX,
     bad_request,
     check_group,
@@ -42,8 +43,6 @@ from .requests import (
 
 POLL_FIELDS = frozenset({"max_messages", "wait_ms", "tags", "offsets"})
 COMMIT_FIELDS = frozenset({"topic", "offsets", "reset"})
-DEFAULT_MAX_MESSAGES = 32
-"""RocketMQ's default pull batch (`pullBatchSize` is 32 messages)."""
 
 
 class NotifierHandlers:

@@ -81,6 +81,7 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
             return "store is closed"
         return None
 
-    add_common_routes(app, registry=metrics.registry, openapi=writer_openapi(),
+    add_common_routes(app, registry=metrics.registry,
+                      openapi=writer_openapi(store.config, settings),
                       not_ready=not_ready)
     return app

@@ -36,6 +36,14 @@ from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
 
 from .queue_choice import RoundRobinQueues
 
+TEXT_PATTERN = r"^[^\x01\x02]+$"
+"""Tags, property names and values: non-empty, no \\x01 or \\x02 (the properties string's
+separators; storage/format/properties.py)."""
+KEY_PATTERN = r"^[^ \x01\x02]+$"
+"""A key: non-empty, no space (KEYS joins keys with one) and no separator."""
+BASE64_PATTERN = ("^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|"
+                  "[A-Za-z0-9+/]{2}==)$")
+"""What strict base64 decoding takes, less the empty string (an empty body is refused)."""
 MESSAGE_FIELDS = frozenset({"body", "body_base64", "queue_id", "tags", "keys", "properties"})
 RESERVED_PROPERTIES = frozenset({PROPERTY_TAGS, PROPERTY_KEYS})
 """Set through the `tags` and `keys` fields; a second spelling would silently lose one."""
