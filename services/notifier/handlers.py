@@ -94,8 +94,10 @@ class NotifierHandlers:
 
     def _pull_bounds(self, read: Callable[[str, int, int, str], int]) -> tuple[int, int]:
         settings = self._settings
-        max_messages = read("max_messages", DEFAULT_MAX_MESSAGES, settings.pull_messages_max,
-                            "pull_messages_max")
+        # The default never exceeds the bound: with pull_messages_max below 32, a pull that
+        # named no max_messages was refused for a value it never sent.
+        max_messages = read("max_messages", min(DEFAULT_MAX_MESSAGES, settings.pull_messages_max),
+                            settings.pull_messages_max, "pull_messages_max")
         wait_ms = read("wait_ms", 0, settings.pull_wait_ms_max, "pull_wait_ms_max")
         return max_messages, wait_ms
 

@@ -135,7 +135,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
     topic_schema = openapi.name_schema(size_bytes_max=config.topic_size_bytes_max)
     topic = {"name": "topic", "in": "path", "required": True, "schema": topic_schema}
     max_messages = {**openapi.integer_schema(minimum=1, maximum=settings.pull_messages_max),
-                    "default": DEFAULT_MAX_MESSAGES}
+                    "default": min(DEFAULT_MAX_MESSAGES, settings.pull_messages_max)}
     wait_ms = {**openapi.integer_schema(maximum=settings.pull_wait_ms_max), "default": 0}
     wait = _query("wait_ms", "Hold the pull up to this long while caught up "
                   "(0..pull_wait_ms_max; default 0).", schema=wait_ms)

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from decimal import Decimal
 
 from aiohttp import web
 
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.json_numbers import JSON_NUMBERS, json_integer
 from mqstore.storage import TopicNameError, validate_topic
 from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
@@ -81,9 +83,10 @@ def query_int(request: web.Request, name: str, *, minimum: int = 0, maximum: int
 
 def json_int(document: Mapping[str, object], name: str, *, minimum: int, maximum: int,
              default: int, setting: str = "") -> int:
-    value = document.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise bad_request(f"{name} must be an integer, not {_json_type(value)}")
+    given = document.get(name, default)
+    value = json_integer(given)
+    if value is None:
+        raise bad_request(f"{name} must be an integer, not {_json_type(given)}")
     return parse_int(str(value), name, minimum=minimum, maximum=maximum, setting=setting)
 
 
@@ -138,10 +141,11 @@ async def read_json_object(request: web.Request, *, fields: frozenset[str]) -> d
                            f"{request.content_type or 'absent'}")
     raw = await request.read()
     try:
-        document = json.loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
+        # RFC 8259: JSON on the wire is UTF-8
+        document = json.loads(raw.decode("utf-8"), **JSON_NUMBERS)
     except UnicodeDecodeError as error:
         raise bad_request(f"request body is not UTF-8: {error.reason}") from None
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # JSONDecodeError, or an integer over 4,300 digits
         raise bad_request(f"request body is not valid JSON: {error}") from None
     if not isinstance(document, dict):
         raise bad_request(f"the body must be a JSON object, not {_json_type(document)}")
@@ -163,15 +167,16 @@ def offsets_of(value: object, name: str) -> dict[int, int]:
         if key != str(queue_id):  # " 5" and "05" would silently stand for queue 5 too
             raise bad_request(f"{name} key {key!r:.40} must be a queue id in decimal, without "
                               f"sign, spaces or leading zeros ({queue_id!r})")
-        if not isinstance(offset, int) or isinstance(offset, bool):
+        value = json_integer(offset)
+        if value is None:
             raise bad_request(f"{name}[{key!r:.40}] must be an integer, not "
                               f"{_json_type(offset)}")
-        offsets[queue_id] = parse_int(str(offset), f"{name}[{key!r:.40}]", minimum=0,
+        offsets[queue_id] = parse_int(str(value), f"{name}[{key!r:.40}]", minimum=0,
                                       maximum=OFFSET_MAX)
     return offsets
 
 
 def _json_type(value: object) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+             int: "a number", Decimal: "a number", type(None): "null"}
     return names.get(type(value), type(value).__name__)

@@ -25,11 +25,13 @@ from __future__ import annotations
 import binascii
 import json
 from collections.abc import Sequence
+from decimal import Decimal
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.json_numbers import JSON_NUMBERS, json_integer
 from mqstore.services.common.wire import WireMessage
 from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
 from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
@@ -68,10 +70,10 @@ async def read_json(request: web.Request) -> object:
     require_media_type(request, JSON_MEDIA_TYPE)
     raw = await request.read()
     try:
-        return json.loads(raw)
+        return json.loads(raw, **JSON_NUMBERS)
     except UnicodeDecodeError as error:
         raise bad_request(f"request body is not UTF-8: {error.reason}") from None
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # JSONDecodeError, or an integer over 4,300 digits
         raise bad_request(f"request body is not valid JSON: {error}") from None
 
 
@@ -85,8 +87,11 @@ def wire_message_from_json(document: object, *, topic: str, where: str) -> WireM
                           f"{sorted(MESSAGE_FIELDS)}")
     body = _json_body(document, where=where)
     queue_id = document.get("queue_id")
-    if queue_id is not None and (not isinstance(queue_id, int) or isinstance(queue_id, bool)):
-        raise illegal(f"{where}.queue_id must be an integer or null, not {_json_type(queue_id)}")
+    if queue_id is not None:
+        given, queue_id = queue_id, json_integer(queue_id)
+        if queue_id is None:
+            raise illegal(f"{where}.queue_id must be an integer or null, not "
+                          f"{_json_type(given)}")
     tags = document.get("tags")
     if tags is not None and not isinstance(tags, str):
         raise illegal(f"{where}.tags must be a string or null, not {_json_type(tags)}")
@@ -197,5 +202,5 @@ def _at(where: str, index: int, batch: bool) -> str:
 
 def _json_type(value: object) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+             int: "a number", Decimal: "a number", type(None): "null"}
     return names.get(type(value), type(value).__name__)

@@ -84,6 +84,8 @@ def _matches(instance: object, schema: dict[str, Any], *, root: dict[str, Any]) 
 def _is(instance: object, name: str) -> bool:
     if name in ("integer", "number") and isinstance(instance, bool):
         return False
+    if name == "integer" and isinstance(instance, float):
+        return instance.is_integer()  # JSON Schema: a number with a zero fraction
     return isinstance(instance, TYPES[name])
 
 

@@ -29,7 +29,10 @@ from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched
 
 WRITER_SETTINGS = WriterSettings(topic_queue_count=4, batch_messages_max=3)
 NOTIFIER_SETTINGS = settings(pull_messages_max=50, pull_wait_ms_max=20)
+SMALL_PULLS = settings(pull_messages_max=16)
+"""Below the default max_messages (32)."""
 TOPIC_MAX = "T" * writer_config().topic_size_bytes_max
+JSON = {"Content-Type": "application/json"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +101,7 @@ WRITER_TAKEN = {
     "base64 body, tags, keys, properties": _put({
         "body_base64": "AAE=", "tags": "t", "keys": ["k1", "k2"], "properties": {"p": "v"}}),
     "batch at batch_messages_max": _batch(*[{"body": "a"}] * 3),
+    "queue_id written 3.0 (an integer to JSON Schema)": _put({"body": "a", "queue_id": 3.0}),
 }
 NOTIFIER_REFUSED = {
     "pull: topic over topic_size_bytes_max": Call("get", PULL, {
@@ -137,6 +141,7 @@ NOTIFIER_TAKEN = {
     "poll at every bound": _poll({"max_messages": 50, "wait_ms": 0, "tags": ["a", "b"],
                                   "offsets": {str((1 << 31) - 1): (1 << 63) - 1}}),
     "commit, longest topic": _commit({"topic": TOPIC_MAX, "offsets": {"0": 1}}),
+    "poll with integers written 5.0": _poll({"max_messages": 5.0, "offsets": {"0": 1.0}}),
     "by key at every bound": Call("get", BY_KEY, {"topic": "Orders"}, {
         "key": "k0", "begin_ms": 1 << 62, "end_ms": 1 << 62, "max_messages": 64}),
     "by time at every bound": Call("get", BY_TIME, {"topic": "Orders",
@@ -211,6 +216,33 @@ def test_each_service_serves_the_document_of_its_own_settings(store: MessageStor
     served = run(scenario)
     assert served == json.loads(json.dumps(writer_openapi(store.config, WRITER_SETTINGS)))
     assert served != json.loads(json.dumps(writer_openapi(StoreConfig(), WriterSettings())))
+
+
+@pytest.mark.parametrize("call", [_pull(), _poll({})], ids=["pull", "poll"])
+def test_without_max_messages_the_default_never_exceeds_pull_messages_max(
+        quiet_store: Path, call: Call) -> None:
+    document = notifier_openapi(indexer_config(), SMALL_PULLS)
+    assert document_refusal(document, call) is None
+    assert _notifier_status(quiet_store, SMALL_PULLS, call) == 200
+
+
+def test_a_number_too_long_to_read_is_a_bad_request_not_a_server_error(
+        store: MessageStore, quiet_store: Path) -> None:
+    """Python reads at most 4,300 digits into an int; past that json.loads raises a plain
+    ValueError, which the services answered with 500."""
+    huge = b'{"body": "a", "queue_id": ' + b"1" * 5000 + b"}"
+
+    async def writer() -> int:
+        async with writer_client(store, WRITER_SETTINGS) as client:
+            return (await client.post("/v1/topics/T/messages", data=huge, headers=JSON)).status
+
+    async def notifier() -> int:
+        async with notifier_app(quiet_store, NOTIFIER_SETTINGS) as (client, _, _):
+            return (await client.post("/v1/groups/g/topics/Orders/poll", headers=JSON,
+                                      data=b'{"wait_ms": ' + b"1" * 5000 + b"}")).status
+
+    assert run(writer) == 400
+    assert run(notifier) == 400
 
 
 def _writer_status(store: MessageStore, call: Call) -> int:
