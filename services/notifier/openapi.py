@@ -128,12 +128,10 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
-    """The routes, with the bounds of `config` (topic names, lookups) and `settings`."""
+def _pull_paths(topic: dict[str, Any], settings: NotifierSettings) -> dict[str, Any]:
+    """The pull and the group poll, with the bounds of `settings`."""
     busy = {"503": openapi.error_response("Too many held pulls (held_requests_max); retry.",
                                           headers=RETRY_AFTER)}
-    topic_schema = openapi.name_schema(size_bytes_max=config.topic_size_bytes_max)
-    topic = {"name": "topic", "in": "path", "required": True, "schema": topic_schema}
     max_messages = {**openapi.integer_schema(minimum=1, maximum=settings.pull_messages_max),
                     "default": min(DEFAULT_MAX_MESSAGES, settings.pull_messages_max)}
     wait_ms = {**openapi.integer_schema(maximum=settings.pull_wait_ms_max), "default": 0}
@@ -143,22 +141,31 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
         "max_messages": max_messages, "wait_ms": wait_ms, "tags": TAGS_BODY,
         "offsets": {**OFFSETS_GIVEN, "description": "Where the caller has read to (its "
                     "uncommitted progress); other queues start at the committed offset."}}}
+    return {
+        "/v1/topics/{topic}/queues/{queue_id}/messages": _get(
+            "Pull one queue from an offset, with long polling.",
+            [topic, QUEUE_ID, _query("offset", "Queue offset to read from.", required=True),
+             _query("max_messages", "1..pull_messages_max (default 32, or "
+                    "pull_messages_max if lower).", schema=max_messages), wait,
+             _query("tags", 'Tag filter: "a||b"; "*" or absent: all.', schema=TAGS_QUERY)],
+            _ref("Pull"), extra=busy),
+        "/v1/groups/{group}/topics/{topic}/poll": _post(
+            "Poll a topic's queues for a consumer group, with long polling.", [GROUP, topic],
+            pull_body, _ref("Poll"), extra=busy),
+    }
+
+
+def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
+    """The routes, with the bounds of `config` (topic names, lookups) and `settings`."""
+    topic_schema = openapi.name_schema(size_bytes_max=config.topic_size_bytes_max)
+    topic = {"name": "topic", "in": "path", "required": True, "schema": topic_schema}
     commit_body = {"type": "object", "additionalProperties": False,
                    "required": ["topic", "offsets"], "properties": {
                        "topic": topic_schema, "offsets": OFFSETS_GIVEN,
                        "reset": {"type": "boolean", "default": False, "description":
                                  "Replace the stored offsets (may move them back)."}}}
     return {
-        "/v1/topics/{topic}/queues/{queue_id}/messages": _get(
-            "Pull one queue from an offset, with long polling.",
-            [topic, QUEUE_ID, _query("offset", "Queue offset to read from.", required=True),
-             _query("max_messages", "1..pull_messages_max (default 32).",
-                    schema=max_messages), wait,
-             _query("tags", 'Tag filter: "a||b"; "*" or absent: all.', schema=TAGS_QUERY)],
-            _ref("Pull"), extra=busy),
-        "/v1/groups/{group}/topics/{topic}/poll": _post(
-            "Poll a topic's queues for a consumer group, with long polling.", [GROUP, topic],
-            pull_body, _ref("Poll"), extra=busy),
+        **_pull_paths(topic, settings),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",
                     [GROUP], commit_body, _ref("GroupOffsets"), extra={
