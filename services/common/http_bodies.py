@@ -27,6 +27,7 @@ from aiohttp.web_urldispatcher import _default_expect_handler
 
 from .http import ServiceError, error_response
 from .http_server import close_after_answer
+from .json_numbers import JSON_NUMBERS
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ExpectHandler = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
@@ -107,11 +108,12 @@ def parse_json(raw: bytes, *, depth_max: int) -> object:
                                                    f"deep; the limit is {depth_max} "
                                                    f"(json_depth_max)")
     try:
-        return json.loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
+        # RFC 8259: JSON on the wire is UTF-8; numbers exact (json_numbers.py)
+        return json.loads(raw.decode("utf-8"), **JSON_NUMBERS)
     except UnicodeDecodeError as error:
         raise ServiceError(400, "BAD_REQUEST",
                            f"request body is not UTF-8: {error.reason}") from None
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # JSONDecodeError, or an integer over 4,300 digits
         raise ServiceError(400, "BAD_REQUEST",
                            f"request body is not valid JSON: {error}") from None
     except RecursionError:  # only if json_depth_max is set near the interpreter's limit

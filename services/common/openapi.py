@@ -4,6 +4,14 @@ Each service builds its document in code beside its handlers (`services/<name>/o
 from these pieces; `tests/services/test_writer_openapi.py` checks that the document and the
 router list the same routes and that real responses match the documented schemas.
 Schemas are JSON Schema 2020-12, as OpenAPI 3.1 uses it.
+
+A document is exactly as strict as the server's checks: every request the schemas allow is
+one the server takes, except where only the server's state or a sum over several fields can
+decide (an unknown physical offset, the encoded size of all properties together); those
+refusals are named in the operation's responses.  Bounds that come from settings are read
+from the settings the service runs with, so each service serves its own document.
+`tests/services/test_openapi_fuzz.py` sends generated schema-valid requests to each service
+and `tests/services/test_openapi_strict.py` holds the document to each rule.
 """
 
 from __future__ import annotations
@@ -27,8 +35,45 @@ ERROR_SCHEMA: dict[str, Any] = {
     }},
 }
 
+LEGAL_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
+"""Topic and group names: RocketMQ's `^[%|a-zA-Z0-9_-]+$` (storage/format/topic.py)."""
+
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}
+
+
+def name_schema(*, size_bytes_max: int, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A topic or group name of at most `size_bytes_max` bytes (ASCII: characters), none of
+    `reserved`."""
+    schema: dict[str, Any] = {"type": "string", "pattern": LEGAL_NAME_PATTERN,
+                              "minLength": 1, "maxLength": size_bytes_max}
+    if reserved:
+        schema["not"] = {"enum": list(reserved)}
+    return schema
+
+
+def integer_schema(*, minimum: int = 0, maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum}
+
+
+def decimal_pattern(maximum: int) -> str:
+    """A pattern for the canonical decimal spellings of 0..`maximum` (no sign, no leading
+    zeros): JSON object keys are strings, so a map keyed by queue id bounds its keys so."""
+    assert maximum >= 0
+    digits = str(maximum)
+    if len(digits) == 1:
+        return f"^[0-{maximum}]$"
+    # shorter than `maximum`: any number; as long: equal to its first digits, lower at the
+    # next one, anything after; or `maximum` itself
+    options = ["0", "[1-9]"] + [f"[1-9][0-9]{{{width - 1}}}" for width in range(2, len(digits))]
+    for index, digit in enumerate(digits):
+        lowest = 1 if index == 0 else 0
+        if int(digit) - 1 >= lowest:
+            rest = len(digits) - index - 1
+            options.append(digits[:index] + f"[{lowest}-{int(digit) - 1}]" +
+                           (f"[0-9]{{{rest}}}" if rest else ""))
+    options.append(digits)
+    return "^(" + "|".join(options) + ")$"
 
 
 def json_content(schema: dict[str, Any]) -> dict[str, Any]:

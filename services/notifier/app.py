@@ -118,7 +118,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
             return "shutting down"
         return state.background_failure
 
-    add_common_routes(app, registry=metrics.registry, openapi=notifier_openapi(),
+    add_common_routes(app, registry=metrics.registry,
+                      openapi=notifier_openapi(view.config, settings),
                       not_ready=not_ready)
     return app
 

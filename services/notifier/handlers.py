@@ -35,6 +35,7 @@ from .held import HeldPullsClientFullError, HeldPullsFullError
 from .metrics import STATUS_KEY, held_marker
 from .pulls import Puller, committed_or_min
 from .requests import (
+    DEFAULT_MAX_MESSAGES,
     TIMESTAMP_MS_MAX,
     bad_request,
     check_group,
@@ -50,8 +51,6 @@ from .requests import (
 
 POLL_FIELDS = frozenset({"max_messages", "wait_ms", "tags", "offsets"})
 COMMIT_FIELDS = frozenset({"topic", "offsets", "reset"})
-DEFAULT_MAX_MESSAGES = 32
-"""RocketMQ's default pull batch (`pullBatchSize` is 32 messages)."""
 
 
 class NotifierHandlers:
@@ -104,8 +103,10 @@ class NotifierHandlers:
 
     def _pull_bounds(self, read: Callable[[str, int, int, str], int]) -> tuple[int, int]:
         settings = self._settings
-        max_messages = read("max_messages", DEFAULT_MAX_MESSAGES, settings.pull_messages_max,
-                            "pull_messages_max")
+        # The default never exceeds the bound: with pull_messages_max below 32, a pull that
+        # named no max_messages was refused for a value it never sent.
+        max_messages = read("max_messages", min(DEFAULT_MAX_MESSAGES, settings.pull_messages_max),
+                            settings.pull_messages_max, "pull_messages_max")
         wait_ms = read("wait_ms", 0, settings.pull_wait_ms_max, "pull_wait_ms_max")
         return max_messages, wait_ms
 

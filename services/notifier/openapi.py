@@ -11,20 +11,30 @@ import inspect
 from typing import Any
 
 from mqstore.services.common import openapi
-from mqstore.storage import GetStatus
+from mqstore.services.common.config_file import NotifierSettings
+from mqstore.storage import GetStatus, StoreConfig
 from mqstore.storage.files import consumer_offsets as offsets_module
+from mqstore.storage.files.consumer_offsets import GROUP_NAME_BYTES_MAX, OFFSET_MAX, QUEUE_ID_MAX
 
 from . import pulls, requests
+from .requests import (
+    DEFAULT_MAX_MESSAGES,
+    KEY_PATTERN,
+    TAG_FILTER_PATTERN,
+    TAG_PATTERN,
+    TAGS_MAX,
+    TIMESTAMP_MS_MAX,
+)
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                "schema": {"type": "string"}}}
 INTEGER = {"type": "integer", "minimum": 0}
-TOPIC = {"name": "topic", "in": "path", "required": True,
-         "schema": {"type": "string", "pattern": "^[%|a-zA-Z0-9_-]+$"}}
+OFFSET = openapi.integer_schema(maximum=OFFSET_MAX)
+TIMESTAMP_MS = openapi.integer_schema(maximum=TIMESTAMP_MS_MAX)
 GROUP = {"name": "group", "in": "path", "required": True,
-         "schema": {"type": "string", "pattern": "^[%|a-zA-Z0-9_-]+$",
-                    "maxLength": offsets_module.GROUP_NAME_BYTES_MAX}}
-QUEUE_ID = {"name": "queue_id", "in": "path", "required": True, "schema": INTEGER}
+         "schema": openapi.name_schema(size_bytes_max=GROUP_NAME_BYTES_MAX)}
+QUEUE_ID = {"name": "queue_id", "in": "path", "required": True,
+            "schema": openapi.integer_schema(maximum=QUEUE_ID_MAX)}
 
 MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
@@ -46,6 +56,14 @@ MESSAGE_SCHEMA: dict[str, Any] = {
 MESSAGES = {"type": "array", "items": {"$ref": "#/components/schemas/Message"}}
 OFFSETS = {"type": "object", "additionalProperties": INTEGER,
            "description": "Queue id (as a string) → next offset to consume."}
+OFFSETS_GIVEN = {"type": "object", "additionalProperties": OFFSET,
+                 "propertyNames": {"type": "string",
+                                   "pattern": openapi.decimal_pattern(QUEUE_ID_MAX)},
+                 "description": "Queue id (in decimal, no sign or leading zero) → next "
+                                "offset to consume."}
+TAGS_QUERY = {"type": "string", "pattern": TAG_FILTER_PATTERN}
+TAGS_BODY = {"type": ["array", "string", "null"], "pattern": TAG_FILTER_PATTERN,
+             "maxItems": TAGS_MAX, "items": {"type": "string", "pattern": f"^{TAG_PATTERN}$"}}
 
 SUGGEST = {"type": "boolean", "description":
            "RocketMQ suggestPullingFromSlave: the newest message answered lies more than "
@@ -83,7 +101,7 @@ GROUP_OFFSETS_SCHEMA: dict[str, Any] = {
 def _query(name: str, description: str, *, required: bool = False,
            schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": required, "description": description,
-            "schema": schema or INTEGER}
+            "schema": schema or OFFSET}
 
 
 def _get(summary: str, parameters: list[dict[str, Any]], schema: dict[str, Any], *,
@@ -110,33 +128,44 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _paths() -> dict[str, Any]:
+def _pull_paths(topic: dict[str, Any], settings: NotifierSettings) -> dict[str, Any]:
+    """The pull and the group poll, with the bounds of `settings`."""
     busy = {"503": openapi.error_response("Too many held pulls (held_requests_max); retry.",
                                           headers=RETRY_AFTER)}
+    max_messages = {**openapi.integer_schema(minimum=1, maximum=settings.pull_messages_max),
+                    "default": min(DEFAULT_MAX_MESSAGES, settings.pull_messages_max)}
+    wait_ms = {**openapi.integer_schema(maximum=settings.pull_wait_ms_max), "default": 0}
     wait = _query("wait_ms", "Hold the pull up to this long while caught up "
-                  "(0..pull_wait_ms_max; default 0).")
+                  "(0..pull_wait_ms_max; default 0).", schema=wait_ms)
     pull_body = {"type": "object", "additionalProperties": False, "properties": {
-        "max_messages": {"type": "integer", "minimum": 1, "default": 32},
-        "wait_ms": {"type": "integer", "minimum": 0, "default": 0},
-        "tags": {"type": ["array", "string", "null"], "items": {"type": "string"}},
-        "offsets": {**OFFSETS, "description": "Where the caller has read to (its "
+        "max_messages": max_messages, "wait_ms": wait_ms, "tags": TAGS_BODY,
+        "offsets": {**OFFSETS_GIVEN, "description": "Where the caller has read to (its "
                     "uncommitted progress); other queues start at the committed offset."}}}
-    commit_body = {"type": "object", "additionalProperties": False,
-                   "required": ["topic", "offsets"], "properties": {
-                       "topic": {"type": "string"}, "offsets": OFFSETS,
-                       "reset": {"type": "boolean", "default": False, "description":
-                                 "Replace the stored offsets (may move them back)."}}}
     return {
         "/v1/topics/{topic}/queues/{queue_id}/messages": _get(
             "Pull one queue from an offset, with long polling.",
-            [TOPIC, QUEUE_ID, _query("offset", "Queue offset to read from.", required=True),
-             _query("max_messages", "1..pull_messages_max (default 32)."), wait,
-             _query("tags", 'Tag filter: "a||b"; "*" or absent: all.',
-                    schema={"type": "string"})],
+            [topic, QUEUE_ID, _query("offset", "Queue offset to read from.", required=True),
+             _query("max_messages", "1..pull_messages_max (default 32, or "
+                    "pull_messages_max if lower).", schema=max_messages), wait,
+             _query("tags", 'Tag filter: "a||b"; "*" or absent: all.', schema=TAGS_QUERY)],
             _ref("Pull"), extra=busy),
         "/v1/groups/{group}/topics/{topic}/poll": _post(
-            "Poll a topic's queues for a consumer group, with long polling.", [GROUP, TOPIC],
+            "Poll a topic's queues for a consumer group, with long polling.", [GROUP, topic],
             pull_body, _ref("Poll"), extra=busy),
+    }
+
+
+def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
+    """The routes, with the bounds of `config` (topic names, lookups) and `settings`."""
+    topic_schema = openapi.name_schema(size_bytes_max=config.topic_size_bytes_max)
+    topic = {"name": "topic", "in": "path", "required": True, "schema": topic_schema}
+    commit_body = {"type": "object", "additionalProperties": False,
+                   "required": ["topic", "offsets"], "properties": {
+                       "topic": topic_schema, "offsets": OFFSETS_GIVEN,
+                       "reset": {"type": "boolean", "default": False, "description":
+                                 "Replace the stored offsets (may move them back)."}}}
+    return {
+        **_pull_paths(topic, settings),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",
                     [GROUP], commit_body, _ref("GroupOffsets"), extra={
@@ -144,26 +173,31 @@ def _paths() -> dict[str, Any]:
                         "503": openapi.error_response("Another commit of the group held its "
                                                       "lock too long.", headers=RETRY_AFTER)}),
             **_get("A group's committed offsets on a topic.",
-                   [GROUP, _query("topic", "The topic.", required=True,
-                                  schema={"type": "string"})], _ref("GroupOffsets"))},
+                   [GROUP, _query("topic", "The topic.", required=True, schema=topic_schema)],
+                   _ref("GroupOffsets"))},
         "/v1/topics/{topic}/messages": _get(
             "Messages of a topic with a key (exact), stored in [begin_ms, end_ms].",
-            [TOPIC, _query("key", "One key.", required=True, schema={"type": "string"}),
-             _query("begin_ms", "Default 0."), _query("end_ms", "Default: no end."),
-             _query("max_messages", "1..index_query_results_max.")],
+            [topic, _query("key", "One key (no spaces).", required=True,
+                           schema={"type": "string", "pattern": KEY_PATTERN}),
+             _query("begin_ms", "Default 0.", schema=TIMESTAMP_MS),
+             _query("end_ms", "Default: no end.", schema=TIMESTAMP_MS),
+             _query("max_messages", "1..index_query_results_max.",
+                    schema=openapi.integer_schema(minimum=1,
+                                                  maximum=config.index_query_results_max))],
             {"type": "object", "required": ["topic", "key", "messages"],
              "properties": {"topic": {"type": "string"}, "key": {"type": "string"},
                             "messages": MESSAGES}},
             extra={"501": openapi.error_response("The index is disabled.")}),
         "/v1/topics/{topic}/queues/{queue_id}/offset-by-time": _get(
             "The first queue offset stored at or after a time (max offset if none).",
-            [TOPIC, QUEUE_ID, _query("timestamp_ms", "Epoch milliseconds.", required=True)],
+            [topic, QUEUE_ID, _query("timestamp_ms", "Epoch milliseconds.", required=True,
+                                     schema=TIMESTAMP_MS)],
             {"type": "object", "required": ["topic", "queue_id", "timestamp_ms", "offset"],
              "properties": {"topic": {"type": "string"}, "queue_id": INTEGER,
                             "timestamp_ms": INTEGER, "offset": INTEGER}}),
         "/v1/messages/{physical_offset}": _get(
             "The message whose record starts at a commit log position.",
-            [{"name": "physical_offset", "in": "path", "required": True, "schema": INTEGER}],
+            [{"name": "physical_offset", "in": "path", "required": True, "schema": OFFSET}],
             _ref("Message"),
             extra={"404": openapi.error_response("No record starts there (or it is gone)."),
                    "500": openapi.error_response(
@@ -173,7 +207,7 @@ def _paths() -> dict[str, Any]:
             "type": "object", "required": ["topics"],
             "properties": {"topics": {"type": "array", "items": {"type": "string"}}}}),
         "/v1/topics/{topic}/queues": _get("A topic's queues with their min and max offsets.",
-                                          [TOPIC], {
+                                          [topic], {
             "type": "object", "required": ["topic", "queues"], "properties": {
                 "topic": {"type": "string"}, "queues": {"type": "array", "items": {
                     "type": "object", "required": ["queue_id", "min_offset", "max_offset"],
@@ -182,13 +216,14 @@ def _paths() -> dict[str, Any]:
     }
 
 
-def notifier_openapi() -> dict[str, Any]:
+def notifier_openapi(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
+    """The document for a notifier reading with `config` and running with `settings`."""
     description = "\n\n".join(inspect.cleandoc(module.__doc__ or "")
                               for module in (pulls, requests, offsets_module))
     return openapi.document(
         title="mqstore pull-notifier", version="1",
         description="Serves consumers from the volume: pulls with long polling, consumer "
                     "group offsets, lookups.\n\n" + description,
-        paths=_paths(),
+        paths=_paths(config, settings),
         schemas={"Message": MESSAGE_SCHEMA, "Pull": PULL_SCHEMA, "Poll": POLL_SCHEMA,
                  "GroupOffsets": GROUP_OFFSETS_SCHEMA})

@@ -6,24 +6,28 @@
 | offsets, wait_ms over pull_wait_ms_max, max_messages over        |      |                        |
 | pull_messages_max, queue ids over 2^31 - 1)                     |      |                        |
 | topic characters or length, group name rules, tags              | 400  | BAD_REQUEST            |
+| a queue id key of `offsets` not in plain decimal ("05", " 5")   | 400  | BAD_REQUEST            |
 | junk JSON, JSON nested over json_depth_max, wrong JSON shape or | 400  | BAD_REQUEST            |
 | types, unknown fields                                           |      |                        |
 | a body not all arrived within body_read_timeout_ms              | 408  | REQUEST_TIMEOUT        |
 | wrong Content-Type of a body                                    | 415  | UNSUPPORTED_MEDIA_TYPE |
 
 Every reason names the parameter and the rule, e.g. `offset must be an integer >= 0, not
-'-1'`.  A refused request has read nothing and written nothing.
+'-1'`.  A refused request has read nothing and written nothing.  The OpenAPI document
+(openapi.py) states each rule as a schema, built from the patterns and bounds here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
 from mqstore.services.common.http_bodies import parse_json, read_body
+from mqstore.services.common.json_numbers import json_integer
 from mqstore.storage import TopicNameError, validate_topic
 from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
@@ -32,10 +36,21 @@ from mqstore.storage.files.consumer_offsets import (
     validate_group,
 )
 
+DEFAULT_MAX_MESSAGES = 32
+"""RocketMQ's default pull batch (`pullBatchSize` is 32 messages)."""
 TAGS_MAX = 32
 """Tags in one filter ("a||b||..."): each costs a hash per scanned entry."""
 TAG_SEPARATOR = "||"
 """RocketMQ's tag expression separator: `tags=created||paid`; `*` or empty means all."""
+TAG_PADDING = "".join(map(chr, range(0x21)))
+"""Trimmed from each tag, as Java's `String.trim` (RocketMQ's filter parser) does: every
+character up to and including the space."""
+TAG_PATTERN = r"[^|]*[^|\x00-\x20][^|]*"
+"""One tag of a filter: some character other than padding, and no "|"."""
+TAG_FILTER_PATTERN = rf"^(|{TAG_PATTERN}(\|\|{TAG_PATTERN}){{0,{TAGS_MAX - 1}}})$"
+"""A tag filter string (absent, empty, "*" or 1..`TAGS_MAX` tags), as `tags_of` takes it."""
+KEY_PATTERN = "^[^ ]+$"
+"""One key of a lookup: RocketMQ's KEYS property separates keys with a space."""
 TIMESTAMP_MS_MAX = 1 << 62
 
 
@@ -71,9 +86,10 @@ def query_int(request: web.Request, name: str, *, minimum: int = 0, maximum: int
 
 def json_int(document: Mapping[str, object], name: str, *, minimum: int, maximum: int,
              default: int, setting: str = "") -> int:
-    value = document.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise bad_request(f"{name} must be an integer, not {_json_type(value)}")
+    given = document.get(name, default)
+    value = json_integer(given)
+    if value is None:
+        raise bad_request(f"{name} must be an integer, not {_json_type(given)}")
     return parse_int(str(value), name, minimum=minimum, maximum=maximum, setting=setting)
 
 
@@ -97,20 +113,24 @@ def queue_id_of(text: str, name: str = "queue_id") -> int:
 
 
 def tags_of(value: object) -> list[str] | None:
-    """A tag filter: "a||b" (query) or ["a", "b"] (JSON); None, "", "*" or [] mean all."""
+    """A tag filter: "a||b" (query) or ["a", "b"] (JSON); None, "", "*" or [] mean all.
+
+    Each tag is trimmed of `TAG_PADDING` and must then be non-empty and free of "|" (a tag
+    with one could not be told from the separator): `TAG_FILTER_PATTERN` says the same."""
     if value is None or value in ("", "*"):
         return None
     if isinstance(value, str):
-        tags = [tag.strip() for tag in value.split(TAG_SEPARATOR)]
+        tags = [tag.strip(TAG_PADDING) for tag in value.split(TAG_SEPARATOR)]
     elif isinstance(value, list) and all(isinstance(tag, str) for tag in value):
-        tags = [tag.strip() for tag in value]
+        tags = [tag.strip(TAG_PADDING) for tag in value]
     else:
         raise bad_request(f"tags must be a string (\"a||b\") or a list of strings, not "
                           f"{_json_type(value)}")
     if not tags:
         return None
-    if len(tags) > TAGS_MAX or any(not tag for tag in tags):
-        raise bad_request(f"tags must be 1..{TAGS_MAX} non-empty tags, got {value!r:.80}")
+    if len(tags) > TAGS_MAX or any(not tag or "|" in tag for tag in tags):
+        raise bad_request(f"tags must be 1..{TAGS_MAX} non-empty tags without '|', got "
+                          f"{value!r:.80}")
     if "*" in tags:
         return None
     return tags
@@ -135,22 +155,27 @@ async def read_json_object(request: web.Request, *, fields: frozenset[str],
 
 
 def offsets_of(value: object, name: str) -> dict[int, int]:
-    """{"<queue id>": offset, ...} as {queue id: offset}, every key and value checked."""
+    """{"<queue id>": offset, ...} as {queue id: offset}, every key and value checked; a key
+    is spelled one way only, so two keys never name one queue."""
     if not isinstance(value, dict):
         raise bad_request(f"{name} must be an object of \"<queue id>\": offset, not "
                           f"{_json_type(value)}")
     offsets = {}
     for key, offset in value.items():
         queue_id = queue_id_of(key, f"{name} key {key!r:.40}")
-        if not isinstance(offset, int) or isinstance(offset, bool):
+        if key != str(queue_id):  # " 5" and "05" would silently stand for queue 5 too
+            raise bad_request(f"{name} key {key!r:.40} must be a queue id in decimal, without "
+                              f"sign, spaces or leading zeros ({queue_id!r})")
+        value = json_integer(offset)
+        if value is None:
             raise bad_request(f"{name}[{key!r:.40}] must be an integer, not "
                               f"{_json_type(offset)}")
-        offsets[queue_id] = parse_int(str(offset), f"{name}[{key!r:.40}]", minimum=0,
+        offsets[queue_id] = parse_int(str(value), f"{name}[{key!r:.40}]", minimum=0,
                                       maximum=OFFSET_MAX)
     return offsets
 
 
 def _json_type(value: object) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+             int: "a number", Decimal: "a number", type(None): "null"}
     return names.get(type(value), type(value).__name__)

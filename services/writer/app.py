@@ -91,6 +91,7 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
             return "store is closed"
         return admission.saturated()
 
-    add_common_routes(app, registry=metrics.registry, openapi=writer_openapi(),
+    add_common_routes(app, registry=metrics.registry,
+                      openapi=writer_openapi(store.config, settings),
                       not_ready=not_ready)
     return app

@@ -10,6 +10,7 @@ import inspect
 from typing import Any
 
 from mqstore.services.common import openapi
+from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
@@ -17,28 +18,51 @@ from mqstore.services.common.wire import (
     BatchCodec,
     ResultCodec,
 )
+from mqstore.storage import StoreConfig
+from mqstore.storage.format.padding import PADDING_TOPIC
 
 from . import replication_status, statuses
+from .requests import BASE64_PATTERN, KEY_PATTERN, RESERVED_PROPERTIES, TEXT_PATTERN
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                "schema": {"type": "string"}}}
 
-MESSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "description": "Exactly one of body and body_base64.",
-    "properties": {
-        "body": {"type": "string", "description": "The body as UTF-8 text."},
-        "body_base64": {"type": "string", "description": "The body, base64 (binary bodies)."},
-        "queue_id": {"type": ["integer", "null"], "minimum": 0, "description":
-                     "0..topic_queue_count-1; null or absent: the writer chooses (round robin)."},
-        "tags": {"type": ["string", "null"]},
-        "keys": {"type": "array", "items": {"type": "string"},
-                 "description": "Lookup keys (no spaces), indexed for queries by key."},
-        "properties": {"type": ["object", "null"], "additionalProperties": {"type": "string"},
-                       "description": "User properties (not TAGS or KEYS)."},
-    },
-}
+def message_schema(config: StoreConfig, settings: WriterSettings) -> dict[str, Any]:
+    """A JSON message as `requests.wire_message_from_json` and `MessageRules` take it."""
+    body_max = config.message_body_size_bytes_max
+    text = {"type": "string", "pattern": TEXT_PATTERN}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Exactly one of body and body_base64.  Sums no schema can bound: the "
+                       "properties (with tags and keys) encode to at most "
+                       f"{config.properties_size_bytes_max} bytes "
+                       "(store.properties_size_bytes_max, else 400 MESSAGE_ILLEGAL) and the "
+                       f"bodies of one request total at most {config.put_batch_size_bytes_max}"
+                       " bytes (put_batch_size_bytes_max, else 413).",
+        "oneOf": [{"required": ["body"]}, {"required": ["body_base64"]}],
+        "properties": {
+            "body": {"type": "string", "minLength": 1, "maxLength": body_max, "description":
+                     f"The body as UTF-8 text: 1..{body_max} bytes encoded "
+                     "(message_body_size_bytes_max; the bytes decide, 413 over)."},
+            "body_base64": {"type": "string", "pattern": BASE64_PATTERN,
+                            "maxLength": 4 * -(-body_max // 3),
+                            "description": "The body, base64 (binary bodies): 1.."
+                                           f"{body_max} bytes decoded."},
+            "queue_id": {"type": ["integer", "null"], "minimum": 0,
+                         "maximum": settings.topic_queue_count - 1, "description":
+                         "0..topic_queue_count-1; null or absent: the writer chooses (round "
+                         "robin)."},
+            "tags": {"type": ["string", "null"], "pattern": TEXT_PATTERN},
+            "keys": {"type": "array", "items": {"type": "string", "pattern": KEY_PATTERN},
+                     "description": "Lookup keys (no spaces), indexed for queries by key."},
+            "properties": {"type": ["object", "null"], "additionalProperties": text,
+                           "propertyNames": {**text, "not": {"enum": sorted(
+                               RESERVED_PROPERTIES)}},
+                           "description": "User properties (not TAGS or KEYS)."},
+        },
+    }
+
 
 PUT_RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -130,9 +154,10 @@ def _replication_path() -> dict[str, Any]:
                               openapi.json_content({"oneOf": [master, follower_side]})}}}}
 
 
-def writer_openapi() -> dict[str, Any]:
-    topic = [{"name": "topic", "in": "path", "required": True,
-              "schema": {"type": "string", "pattern": "^[%|a-zA-Z0-9_-]+$"}}]
+def writer_openapi(config: StoreConfig, settings: WriterSettings) -> dict[str, Any]:
+    """The document for a writer running with `config` and `settings` (their bounds)."""
+    topic = [{"name": "topic", "in": "path", "required": True, "schema": openapi.name_schema(
+        size_bytes_max=config.topic_size_bytes_max, reserved=(PADDING_TOPIC,))}]
     results = openapi.json_content({"$ref": "#/components/schemas/PutResults"})
     paths = {
         "/v1/topics/{topic}/messages": _put(
@@ -144,6 +169,7 @@ def writer_openapi() -> dict[str, Any]:
             openapi.json_content({"type": "object", "additionalProperties": False,
                                   "required": ["messages"], "properties": {"messages": {
                                       "type": "array", "minItems": 1,
+                                      "maxItems": settings.batch_messages_max,
                                       "items": {"$ref": "#/components/schemas/Message"}}}}),
             results, topic),
         "/v1/batch": _put(
@@ -165,5 +191,5 @@ def writer_openapi() -> dict[str, Any]:
         description="Appends messages to the commit log.\n\n" + inspect.cleandoc(
             statuses.__doc__ or ""),
         paths=paths,
-        schemas={"Message": MESSAGE_SCHEMA, "PutResult": PUT_RESULT_SCHEMA,
+        schemas={"Message": message_schema(config, settings), "PutResult": PUT_RESULT_SCHEMA,
                  "PutResults": PUT_RESULTS_SCHEMA})

@@ -26,18 +26,28 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Sequence
+from decimal import Decimal
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
 from mqstore.services.common.http_bodies import parse_json, read_body
+from mqstore.services.common.json_numbers import json_integer
 from mqstore.services.common.wire import WireMessage
 from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
 from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
 
 from .queue_choice import RoundRobinQueues
 
+TEXT_PATTERN = r"^[^\x01\x02]+$"
+"""Tags, property names and values: non-empty, no \\x01 or \\x02 (the properties string's
+separators; storage/format/properties.py)."""
+KEY_PATTERN = r"^[^ \x01\x02]+$"
+"""A key: non-empty, no space (KEYS joins keys with one) and no separator."""
+BASE64_PATTERN = ("^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|"
+                  "[A-Za-z0-9+/]{2}==)$")
+"""What strict base64 decoding takes, less the empty string (an empty body is refused)."""
 MESSAGE_FIELDS = frozenset({"body", "body_base64", "queue_id", "tags", "keys", "properties"})
 RESERVED_PROPERTIES = frozenset({PROPERTY_TAGS, PROPERTY_KEYS})
 """Set through the `tags` and `keys` fields; a second spelling would silently lose one."""
@@ -76,8 +86,11 @@ def wire_message_from_json(document: object, *, topic: str, where: str) -> WireM
                           f"{sorted(MESSAGE_FIELDS)}")
     body = _json_body(document, where=where)
     queue_id = document.get("queue_id")
-    if queue_id is not None and (not isinstance(queue_id, int) or isinstance(queue_id, bool)):
-        raise illegal(f"{where}.queue_id must be an integer or null, not {_json_type(queue_id)}")
+    if queue_id is not None:
+        given, queue_id = queue_id, json_integer(queue_id)
+        if queue_id is None:
+            raise illegal(f"{where}.queue_id must be an integer or null, not "
+                          f"{_json_type(given)}")
     tags = document.get("tags")
     if tags is not None and not isinstance(tags, str):
         raise illegal(f"{where}.tags must be a string or null, not {_json_type(tags)}")
@@ -188,5 +201,5 @@ def _at(where: str, index: int, batch: bool) -> str:
 
 def _json_type(value: object) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+             int: "a number", Decimal: "a number", type(None): "null"}
     return names.get(type(value), type(value).__name__)

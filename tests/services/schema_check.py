@@ -1,16 +1,19 @@
 """A small JSON Schema checker for the OpenAPI tests: the keywords our documents use.
 
 Supports $ref (local), type (one or a list), enum, required, properties,
-additionalProperties (bool or schema), items, minItems, minimum, oneOf.  An unknown keyword fails
-loudly, so a document can never use one this checker silently ignores.
+additionalProperties (bool or schema), propertyNames, items, minItems, maxItems, minimum,
+maximum, minLength, maxLength, pattern, oneOf, not.  An unknown keyword fails loudly, so a
+document can never use one this checker silently ignores.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 KNOWN = {"$ref", "type", "enum", "required", "properties", "additionalProperties", "items",
-         "minItems", "minimum", "description", "format", "pattern", "oneOf"}
+         "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "description",
+         "format", "pattern", "oneOf", "not", "propertyNames", "default"}
 TYPES: dict[str, Any] = {"object": dict, "array": list, "string": str, "boolean": bool,
                          "null": type(None), "number": (int, float), "integer": int}
 
@@ -33,12 +36,21 @@ def check(instance: object, schema: dict[str, Any], *, root: dict[str, Any],
             f"{where}: {instance!r} is not {names}"
     if "enum" in schema:
         assert instance in schema["enum"], f"{where}: {instance!r} not in {schema['enum']}"
-    if isinstance(instance, int | float) and "minimum" in schema:
-        assert instance >= schema["minimum"], f"{where}: {instance} < {schema['minimum']}"
+    if "not" in schema:
+        assert not _matches(instance, schema["not"], root=root), f"{where}: matches `not`"
+    if isinstance(instance, int | float) and not isinstance(instance, bool):
+        assert instance >= schema.get("minimum", instance), f"{where}: {instance} < minimum"
+        assert instance <= schema.get("maximum", instance), f"{where}: {instance} > maximum"
+    if isinstance(instance, str):
+        assert len(instance) >= schema.get("minLength", 0), f"{where}: too short"
+        assert len(instance) <= schema.get("maxLength", len(instance)), f"{where}: too long"
+        assert "pattern" not in schema or re.search(schema["pattern"], instance), \
+            f"{where}: {instance!r:.80} does not match {schema['pattern']!r:.80}"
     if isinstance(instance, dict):
         _check_object(instance, schema, root=root, where=where)
     if isinstance(instance, list):
         assert len(instance) >= schema.get("minItems", 0), f"{where}: too few items"
+        assert len(instance) <= schema.get("maxItems", len(instance)), f"{where}: too many"
         for index, item in enumerate(instance):
             if "items" in schema:
                 check(item, schema["items"], root=root, where=f"{where}[{index}]")
@@ -51,6 +63,8 @@ def _check_object(instance: dict[str, Any], schema: dict[str, Any], *, root: dic
     properties = schema.get("properties", {})
     extra = schema.get("additionalProperties", True)
     for name, value in instance.items():
+        if "propertyNames" in schema:
+            check(name, schema["propertyNames"], root=root, where=f"{where} key {name!r}")
         if name in properties:
             check(value, properties[name], root=root, where=f"{where}.{name}")
         elif extra is False:
@@ -70,6 +84,8 @@ def _matches(instance: object, schema: dict[str, Any], *, root: dict[str, Any]) 
 def _is(instance: object, name: str) -> bool:
     if name in ("integer", "number") and isinstance(instance, bool):
         return False
+    if name == "integer" and isinstance(instance, float):
+        return instance.is_integer()  # JSON Schema: a number with a zero fraction
     return isinstance(instance, TYPES[name])
 
 

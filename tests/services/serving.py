@@ -35,10 +35,12 @@ async def writer_client(store: MessageStore, settings: WriterSettings | None = N
 
 
 @contextlib.contextmanager
-def app_on_thread(app: web.Application) -> Iterator[str]:
+def app_on_thread(app: web.Application, *,
+                  loop: asyncio.AbstractEventLoop | None = None) -> Iterator[str]:
     """Serve `app` on 127.0.0.1 from a thread of its own (for blocking clients); yield its
-    base URL.  The app's handlers run on that thread."""
-    loop = asyncio.new_event_loop()
+    base URL.  The app's handlers run on that thread, on `loop` if given (made before the
+    app, for parts that must know it, such as an indexer's notice hub)."""
+    loop = loop or asyncio.new_event_loop()
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2)
     started = threading.Event()
     address: list[Any] = []

@@ -303,7 +303,7 @@ def test_frame_and_report_readers_reassemble_and_refuse() -> None:
 
 def test_a_followers_writer_refuses_produce_and_both_roles_report_status(
         tmp_path: Path) -> None:
-    document = writer_openapi()
+    document = writer_openapi(StoreConfig(), WriterSettings())
     schema = document["paths"]["/v1/replication"]["get"]["responses"]["200"]["content"][
         "application/json"]["schema"]
     follower = follower_store(tmp_path / "f")

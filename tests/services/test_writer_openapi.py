@@ -58,7 +58,7 @@ def test_every_route_is_documented_and_every_documented_path_is_routed(
     app = create_app(store, WriterSettings())
     routed = {(route.method.lower(), route.resource.canonical)
               for route in app.router.routes() if route.resource is not None}
-    document = writer_openapi()
+    document = writer_openapi(store.config, WriterSettings())
     documented = {(method, path) for path, item in document["paths"].items() for method in item}
     assert routed == documented
     assert set(REQUESTS) == documented  # and the test below exercises each one
@@ -69,7 +69,7 @@ def test_every_route_is_documented_and_every_documented_path_is_routed(
 def test_real_answers_match_the_documented_schema(store: MessageStore, route: tuple[str, str],
                                                   requests: list[Request]) -> None:
     method, path = route
-    document = writer_openapi()
+    document = writer_openapi(store.config, WriterSettings())
     responses = document["paths"][path][method]["responses"]
 
     async def scenario() -> list[tuple[int, str, bytes]]:
