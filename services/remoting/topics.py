@@ -18,13 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from mqstore.services.common.topics_file import AUTO_CREATE_TOPIC, RETRY_PREFIX, TOPICS_FILE
 from mqstore.storage import TopicNameError, validate_topic
 
 from .codes import MESSAGE_ILLEGAL, SYSTEM_ERROR, TOPIC_NOT_EXIST, RemotingError
 
-TOPICS_FILE = Path("config") / "topics.json"
-AUTO_CREATE_TOPIC = "TBW102"
-RETRY_PREFIX = "%RETRY%"
 PERM_INHERIT, PERM_WRITE, PERM_READ = 1, 2, 4
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 

@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import json_response
+from mqstore.services.common.http import ServiceError, json_response
 from mqstore.services.common.wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
@@ -41,6 +41,7 @@ from .requests import (
     wire_message_from_json,
 )
 from .statuses import SUCCESS_HTTP_STATUS, follower_refusal, refusal
+from .topic_gate import TopicGate
 
 NOT_SYNCED_NOTE = ("written and readable, but its sync was not confirmed in time: durability "
                    "NOT confirmed")
@@ -50,10 +51,13 @@ NOT_REPLICATED_NOTE = ("written and readable here, but no follower confirmed it:
 
 class WriterHandlers:
     def __init__(self, store: MessageStore, settings: WriterSettings,
-                 metrics: WriterMetrics, *, master: str = "") -> None:
+                 metrics: WriterMetrics, *, gate: TopicGate, master: str = "") -> None:
         self._store = store
         self._settings = settings
         self._metrics = metrics
+        self.gate = gate
+        """Which topics a produce may write (topic_gate.py); the forward listener asks it
+        too."""
         self._rules = MessageRules(store.config, settings)
         self._sync = store.put_waits
         """Sync flush or sync master: await the acknowledgement (the loop never blocks)."""
@@ -125,6 +129,9 @@ class WriterHandlers:
     async def _put(self, messages: list[Message]) -> list[PutResult]:
         """Store `messages` (one put or one batch put); raise the refusal if nothing was
         stored.  A batch's results share one status (the store is all or nothing)."""
+        refused = self.gate.admit(dict.fromkeys(message.topic for message in messages))
+        if refused is not None:
+            raise ServiceError(refused.http_status, refused.status, refused.reason)
         results = await self.store_messages(messages)
         status = results[0].status
         if status not in SUCCESS_HTTP_STATUS:
