@@ -13,7 +13,7 @@ send to one is refused as RocketMQ refuses it (NO_PERMISSION):
 |-------------------------------|------------------------------------------------------------|
 | `TBW102`                      | the auto-create template; never holds messages             |
 | `SCHEDULE_TOPIC_XXXX`         | delayed messages, written by the broker only               |
-| `RMQ_SYS_*`                   | transactions, timers, checks (`RMQ_SYS_TRACE_TOPIC` is     |
+| `RMQ_SYS_*`, `rmq_sys_*`      | transactions, timers, checks (`RMQ_SYS_TRACE_TOPIC` is     |
 |                               | open: RocketMQ clients with tracing on send to it)         |
 | `OFFSET_MOVED_EVENT`,         | broker events and self tests                               |
 | `SELF_TEST_TOPIC`,            |                                                            |
@@ -36,15 +36,22 @@ AUTO_CREATE_TOPIC = "TBW102"
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-SYSTEM_PREFIX = "RMQ_SYS_"
+SYSTEM_PREFIXES = ("RMQ_SYS_", "rmq_sys_")
+"""4.x names its system topics in capitals, 5.x in lower case (and this store's group commit
+filler records are `rmq_sys_mqstore_padding`)."""
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC, "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT",
                            "SELF_TEST_TOPIC", "BenchmarkTest"})
+
+
+def is_system_topic(topic: str) -> bool:
+    """A topic the broker keeps for itself: never written by a produce, never created."""
+    return topic in SYSTEM_TOPICS or (topic.startswith(SYSTEM_PREFIXES) and topic != TRACE_TOPIC)
 
 
 def system_topic_refusal(topic: str, *, send_back: bool) -> str | None:
     """Why a produce may not write `topic` (None: it may).  `send_back`: the produce is a
     consumer's send-back of a failed message (only those may write `%RETRY%` topics)."""
-    if topic in SYSTEM_TOPICS or (topic.startswith(SYSTEM_PREFIX) and topic != TRACE_TOPIC):
+    if is_system_topic(topic):
         return f"topic {topic} is a system topic; sending to it is forbidden"
     if topic.startswith(DLQ_PREFIX):
         return f"topic {topic} is a dead letter queue; only the broker moves messages there"

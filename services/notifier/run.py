@@ -57,11 +57,15 @@ async def _serve(config: ServiceConfig) -> int:
                                   lock_timeout_ms=settings.offsets_lock_timeout_ms)
         # Imported here: the front uses the notifier's held pulls (no cycle at import time).
         from mqstore.services.remoting.service import RemotingFront  # noqa: PLC0415
+        from mqstore.services.remoting.topics import TopicTable  # noqa: PLC0415
 
-        remoting = RemotingFront(view, offsets, front_settings(config),
+        front = front_settings(config)
+        topics = TopicTable(view.directory, queue_count_max=config.writer.topic_queue_count,
+                            topics_max=front.topics_max, on_disk=view.topics)
+        remoting = RemotingFront(view, offsets, front, topics=topics,
                                  queue_count_max=config.writer.topic_queue_count) \
             if config.remoting.enabled else None
-        app = create_app(view, offsets, settings, remoting=remoting)
+        app = create_app(view, offsets, settings, remoting=remoting, topics=topics)
         await serve(app, settings, log=log, failure=lambda: None,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})
