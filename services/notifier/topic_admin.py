@@ -9,9 +9,11 @@ deletion does across the processes of one volume:
 
 * the topic is marked deleted in the file and drops out of routes and `GET /v1/topics`;
 * the writer reads the file and refuses produces to it (404 TOPIC_NOT_EXIST, remoting 17)
-  from its next request on, and stops counting it against `topics.topics_max`;
+  from its next request on;
 * its records stay in the commit log, and its consume queues and group offsets on the
-  volume, until retention takes them; a consumer already pulling it can still read them.
+  volume, until retention takes them (a consumer already pulling it can still read them),
+  and while it holds queues it counts against `topics.topics_max`.  docs/http-api.md says
+  why the queues are not removed: a restarted writer learns its next offsets from them.
 
 Creating it again (or, with `topics.auto_create` on, a send that auto-creates it) makes it
 writable again; its queue offsets go on from where they were.

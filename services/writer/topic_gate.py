@@ -17,7 +17,9 @@ or refused whole: its new topics count together against `topics_max`, so one bat
 50 new topics is refused if 49 would fit.  An admitted topic counts from then on, even if
 its put is then refused for another reason (busy, disk full): the bound errs on the safe
 side.  Deleting a topic (services/remoting/topics.py) marks it in the topics file; the gate
-refuses it from the next request on, and forgets it from the count.
+refuses it from the next request on.  A deleted topic that holds queues still counts: its
+files stay on the volume (docs/http-api.md, "Topics: creation and deletion"), so cycles of
+creating and deleting topics cannot grow the volume past the bound.
 """
 
 from __future__ import annotations
@@ -60,8 +62,6 @@ class TopicGate:
         """Check the distinct `topics` of one request; None admits them all (and counts the
         new ones), else the first refusal, and nothing is counted."""
         listed = self._file.current()
-        if listed.deleted:
-            self._known -= listed.deleted
         new: list[str] = []
         for topic in topics:
             why = system_topic_refusal(topic, send_back=send_back)

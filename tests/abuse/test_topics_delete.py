@@ -104,3 +104,18 @@ async def _split(writer: MessageStore, directory: Path) -> None:
         assert (await admin.delete("/v1/topics/Nobody")).status == 404
         assert (await admin.delete("/v1/topics/TBW102")).status == 404
         assert (await admin.put("/v1/topics/SCHEDULE_TOPIC_XXXX")).status == 403
+
+
+def test_a_deleted_topic_with_data_still_counts_against_topics_max(
+        store: MessageStore) -> None:
+    """Its queue files stay on the volume: create-delete cycles must not grow it unbounded."""
+    assert store.put(Message("Orders", 0, b"kept")).ok
+    _table(store).delete("Orders")
+
+    async def post(topic: str) -> int:
+        app = create_app(store, WriterSettings(), topics=TopicsSettings(topics_max=1))
+        async with TestClient(TestServer(app)) as client:
+            answer = await client.post(f"/v1/topics/{topic}/messages", json={"body": "x"})
+            return answer.status
+
+    assert run(lambda: post("Other")) == 404
