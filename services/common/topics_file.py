@@ -1,10 +1,10 @@
 """`config/topics.json` read by processes that do not own it, and the system topic rules.
 
-The remoting front (in the notifier) writes the file (services/remoting/topics.py): topics
-created explicitly and topics deleted.  The writer reads it to decide what a produce may
-name (services/writer/topic_gate.py): it re-reads the file only when its modification time
-or size changed (one stat per produce request), so a topic created or deleted through any
-notifier applies to the next produce.
+The notifiers write the file (services/remoting/topics.py, through their HTTP routes and
+the remoting front): topics created explicitly and topics deleted.  The writer reads it to
+decide what a produce may name (services/writer/topic_gate.py): it looks at the file at most
+every `topics.topics_file_check_interval_ms` and reads it only when its modification time or
+size changed, so a topic created or deleted through any notifier binds within that interval.
 
 System topics (RocketMQ `TopicValidator`): the broker keeps them for itself, and a plain
 send to one is refused as RocketMQ refuses it (NO_PERMISSION):
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,14 +73,21 @@ EMPTY = TopicsFile(frozenset(), frozenset())
 
 
 class TopicsFileReader:
-    """Reads `<data_dir>/config/topics.json` again whenever it changed."""
+    """Reads `<data_dir>/config/topics.json` again whenever it changed, looking at most
+    every `check_interval_ms` (0: at every call)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, check_interval_ms: int) -> None:
         self._path = data_dir / TOPICS_FILE
+        self._check_interval_ns = check_interval_ms * 1_000_000
+        self._checked_ns: int | None = None
         self._stamp: tuple[int, int] | None = None
         self._current = EMPTY
 
     def current(self) -> TopicsFile:
+        now_ns = time.monotonic_ns()
+        if self._checked_ns is not None and now_ns - self._checked_ns < self._check_interval_ns:
+            return self._current
+        self._checked_ns = now_ns
         try:
             status = os.stat(self._path)
         except FileNotFoundError:

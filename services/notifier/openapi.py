@@ -123,8 +123,9 @@ def _topic_admin() -> dict[str, Any]:
                     "403": openapi.error_response("NO_PERMISSION: a system topic."),
                     "409": openapi.error_response("The table holds topics.topics_max topics "
                                                   "already.")}},
-        "delete": {"summary": "Delete a topic: the writer refuses produces to it from its next "
-                              "request; its data stays until retention takes it.",
+        "delete": {"summary": "Delete a topic: the writer refuses produces to it within "
+                              "topics.topics_file_check_interval_ms; its data stays until "
+                              "retention takes it.",
                    "parameters": [TOPIC], "responses": {
                        "200": answer({"topic": {"type": "string"},
                                       "deleted": {"type": "boolean"}}),

@@ -9,7 +9,7 @@ deletion does across the processes of one volume:
 
 * the topic is marked deleted in the file and drops out of routes and `GET /v1/topics`;
 * the writer reads the file and refuses produces to it (404 TOPIC_NOT_EXIST, remoting 17)
-  from its next request on;
+  within `topics.topics_file_check_interval_ms` (100 ms);
 * its records stay in the commit log, and its consume queues and group offsets on the
   volume, until retention takes them (a consumer already pulling it can still read them),
   and while it holds queues it counts against `topics.topics_max`.  docs/http-api.md says

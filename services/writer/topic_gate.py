@@ -17,9 +17,11 @@ or refused whole: its new topics count together against `topics_max`, so one bat
 50 new topics is refused if 49 would fit.  An admitted topic counts from then on, even if
 its put is then refused for another reason (busy, disk full): the bound errs on the safe
 side.  Deleting a topic (services/remoting/topics.py) marks it in the topics file; the gate
-refuses it from the next request on.  A deleted topic that holds queues still counts: its
-files stay on the volume (docs/http-api.md, "Topics: creation and deletion"), so cycles of
-creating and deleting topics cannot grow the volume past the bound.
+refuses it once it looked at the file again (`topics_file_check_interval_ms`).  A deleted
+topic that holds queues still counts: its files stay on the volume (docs/http-api.md,
+"Topics: creation and deletion"), so cycles of creating and deleting topics cannot grow the
+volume past the bound.  Known topics that passed the system topic rules are remembered, so
+the common case costs a set lookup per topic.
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ class TopicGate:
                  known: Iterable[str]) -> None:
         self._settings = settings
         self._known = set(known)
-        self._file = TopicsFileReader(data_dir)
+        self._writable: set[str] = set()
+        """Known topics a plain produce may write (passed the system topic rules): the
+        common case is one set lookup per topic."""
+        self._file = TopicsFileReader(
+            data_dir, check_interval_ms=settings.topics_file_check_interval_ms)
 
     @property
     def known_count(self) -> int:
@@ -64,14 +70,19 @@ class TopicGate:
         listed = self._file.current()
         new: list[str] = []
         for topic in topics:
-            why = system_topic_refusal(topic, send_back=send_back)
-            if why is not None:
-                return TopicRefusal(NO_PERMISSION, why)
             if topic in listed.deleted:
                 return TopicRefusal(TOPIC_NOT_EXIST, f"topic {topic} was deleted; create it "
                                                      f"again to write it")
-            if topic not in self._known and topic not in new:
-                new.append(topic)
+            if topic in self._writable:
+                continue
+            why = system_topic_refusal(topic, send_back=send_back)
+            if why is not None:
+                return TopicRefusal(NO_PERMISSION, why)
+            if topic not in self._known:
+                if topic not in new:
+                    new.append(topic)
+            elif system_topic_refusal(topic, send_back=False) is None:
+                self._writable.add(topic)
         if not new:
             return None
         if not self._settings.auto_create:
@@ -88,4 +99,6 @@ class TopicGate:
                                                  f"({self._settings.topics_max}, "
                                                  f"topics.topics_max); nothing was written")
         self._known.update(new)
+        self._writable.update(topic for topic in new
+                              if system_topic_refusal(topic, send_back=False) is None)
         return None

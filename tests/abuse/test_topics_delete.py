@@ -79,8 +79,8 @@ def test_http_create_and_delete_through_the_notifier_bind_the_writer(tmp_path: P
 
 
 async def _split(writer: MessageStore, directory: Path) -> None:
-    writer_app = create_app(writer, WriterSettings(),
-                            topics=TopicsSettings(auto_create=False))
+    writer_app = create_app(writer, WriterSettings(), topics=TopicsSettings(
+        auto_create=False, topics_file_check_interval_ms=0))  # no wait between the steps
     async with TestClient(TestServer(writer_app)) as producer, \
             notifier_app(directory, settings()) as (admin, _, _):
         async def produce() -> int:
