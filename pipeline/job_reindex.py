@@ -33,6 +33,7 @@ from pathlib import Path
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
+from mqstore.storage import StoreConfig
 from mqstore.storage.files.index_file import IndexFile
 from mqstore.storage.files.io import make_directories
 from mqstore.storage.format import record
@@ -73,7 +74,9 @@ class ReindexResult:
 
 
 def _write_queues(output: str, file_size_bytes: int, rows: Iterable[Row]) -> None:
-    queues = ConsumeQueues(Path(output), file_size_bytes=file_size_bytes)
+    # The job writes queues whole, so the store's default step is as good as any.
+    queues = ConsumeQueues(Path(output), file_size_bytes=file_size_bytes,
+                           allocate_step_bytes=StoreConfig().consume_queue_allocate_step_bytes)
     try:
         for row in rows:
             queue = queues.get_or_create(row.topic, row.queue_id)

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 
 from .config_checks import (
+    check_multiples,
     check_non_negative,
     check_positive,
     check_race,
@@ -187,7 +188,11 @@ class StoreConfig:
 
     # -- consume queues and dispatch -------------------------------------------------------------
     consume_queue_file_size_bytes: int = 6_000_000
-    """`mappedFileSizeConsumeQueue`: 300,000 entries of 20 bytes per file."""
+    """`mappedFileSizeConsumeQueue`: 300,000 entries of 20 bytes per file (sparse, below)."""
+    consume_queue_allocate_step_bytes: int = 64 * 1024
+    """Consume queue files keep their full length (RocketMQ loads no other) but reserve blocks
+    this much at a time ahead of the entries: a new queue costs 64 KiB, not 6 MB, and a full
+    disk is an OSError that stalls dispatch, never a SIGBUS (consume_queue_file.py)."""
 
     dispatch_enabled: bool = True
     """Build consume queues (and the index) in this process.  The writer service turns it off
@@ -319,10 +324,10 @@ class StoreConfig:
                         "flush_interval_ms", "flush_thorough_interval_ms",
                         "sync_flush_timeout_ms", "checkpoint_interval_ms",
                         "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
-                        "consume_queue_file_size_bytes", "dispatch_interval_ms",
-                        "dispatch_records_per_pass_max", "dispatch_retry_interval_ms",
-                        "positions_publish_interval_ms", "positions_publish_gap_us",
-                        "queue_flush_interval_ms",
+                        "consume_queue_file_size_bytes", "consume_queue_allocate_step_bytes",
+                        "dispatch_interval_ms", "dispatch_records_per_pass_max",
+                        "dispatch_retry_interval_ms", "positions_publish_interval_ms",
+                        "positions_publish_gap_us", "queue_flush_interval_ms",
                         "queue_flush_thorough_interval_ms", "get_transfer_count_max",
                         "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
                         "index_query_results_max", "file_retention_hours", "clean_interval_ms",
@@ -332,12 +337,7 @@ class StoreConfig:
         check_ratios(self)
         check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
                             "preallocate_ahead_count", "queue_flush_pages_min")
-        if self.consume_queue_file_size_bytes % 20:
-            raise ConfigError(f"consume_queue_file_size_bytes={self.consume_queue_file_size_bytes}"
-                              f" must be a multiple of the 20-byte entry")
-        if self.segment_size_bytes % PAGE_SIZE_BYTES:
-            raise ConfigError(f"segment_size_bytes={self.segment_size_bytes} must be a multiple "
-                              f"of the {PAGE_SIZE_BYTES}-byte page")
+        check_multiples(self, page_size_bytes=PAGE_SIZE_BYTES)
         if not 0 < self.properties_size_bytes_max <= 32767:
             raise ConfigError("properties_size_bytes_max must be in 1..32767 (a signed short)")
         if not 0 < self.topic_size_bytes_max <= 255:

@@ -28,6 +28,18 @@ def check_non_negative(config: StoreConfig, *names: str) -> None:
             raise ConfigError(f"{name}={value!r} must be a non-negative integer")
 
 
+def check_multiples(config: StoreConfig, *, page_size_bytes: int) -> None:
+    """Sizes that must divide evenly: a consume queue file into entries, a segment and a
+    consume queue allocation step into pages (both are mapped in by page)."""
+    if config.consume_queue_file_size_bytes % 20:
+        raise ConfigError(f"consume_queue_file_size_bytes={config.consume_queue_file_size_bytes}"
+                          f" must be a multiple of the 20-byte entry")
+    for name in ("segment_size_bytes", "consume_queue_allocate_step_bytes"):
+        if getattr(config, name) % page_size_bytes:
+            raise ConfigError(f"{name}={getattr(config, name)} must be a multiple of the "
+                              f"{page_size_bytes}-byte page")
+
+
 def check_race(config: StoreConfig) -> None:
     align = config.group_commit_align_bytes
     if (not isinstance(align, int) or isinstance(align, bool) or align < 0

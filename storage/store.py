@@ -192,6 +192,12 @@ class MessageStore:
         callers on an event loop then use `submit` or `put_callback`."""
         return self._acks.waits
 
+    def topic_names(self) -> set[str]:
+        """Every topic the log holds a queue of (a copy: the writer's topic gate starts
+        from it)."""
+        _, offsets = self._commitlog.snapshot_queue_offsets()
+        return {topic for topic, _ in offsets}
+
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the next put to the queue takes."""
         return self._commitlog.queue_offsets.get((topic, queue_id), 0)

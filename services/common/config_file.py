@@ -8,6 +8,7 @@
       port: 8081
     indexer: {port: 8082}
     notifier: {port: 8083}
+    topics: {auto_create: true}         # TopicsSettings (topics_settings.py)
 
 Precedence, lowest first: the dataclass defaults, the file, then environment variables
 `MQSTORE_<SECTION>__<FIELD>` (`MQSTORE_STORE__FLUSH_MODE=sync`, `MQSTORE_WRITER__PORT=8081`)
@@ -33,6 +34,7 @@ from mqstore.storage.config_text import coerce_text
 from .config_values import field_types, from_yaml
 from .remoting_settings import RemotingSettings
 from .replication_settings import ReplicationSettings, check_role
+from .topics_settings import TopicsSettings
 
 ENV_PREFIX = "MQSTORE_"
 ENV_DATA_DIR = "MQSTORE_DATA_DIR"
@@ -283,7 +285,7 @@ class NotifierSettings(ServiceSettings):
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
                                   "indexer": IndexerSettings, "notifier": NotifierSettings,
                                   "replication": ReplicationSettings,
-                                  "remoting": RemotingSettings}
+                                  "remoting": RemotingSettings, "topics": TopicsSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -297,6 +299,7 @@ class ServiceConfig:
     notifier: NotifierSettings
     replication: ReplicationSettings = dataclasses.field(default_factory=ReplicationSettings)
     remoting: RemotingSettings = dataclasses.field(default_factory=RemotingSettings)
+    topics: TopicsSettings = dataclasses.field(default_factory=TopicsSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 

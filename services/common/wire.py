@@ -25,9 +25,10 @@ RESULT_MEDIA_TYPE = "application/x-mqstore-batch-result"
 
 STATUS_NAMES = ("PUT_OK", "FLUSH_DISK_TIMEOUT", "MESSAGE_ILLEGAL", "SERVICE_NOT_AVAILABLE",
                 "OS_PAGECACHE_BUSY", "CREATE_MAPPED_FILE_FAILED", "FLUSH_SLAVE_TIMEOUT",
-                "SLAVE_NOT_AVAILABLE")
+                "SLAVE_NOT_AVAILABLE", "TOPIC_NOT_EXIST", "NO_PERMISSION")
 """Result status codes: the index in this tuple is the byte on the wire (the store's
-`PutStatus` names; the writer asserts at import that they are all here)."""
+`PutStatus` names; the writer asserts at import that they are all here), then the writer's
+topic refusals (services/writer/topic_gate.py), which only forward answers carry."""
 STATUS_CODES = {name: code for code, name in enumerate(STATUS_NAMES)}
 
 QUEUE_ID_ANY = -1

@@ -8,6 +8,7 @@
     GET  /v1/topics/{topic}/queues/{queue_id}/offset-by-time?timestamp_ms=
     GET  /v1/messages/{physical_offset}                  lookup by commit log position
     GET  /v1/topics, /v1/topics/{topic}/queues           topics; queues with min/max offsets
+    PUT, DELETE /v1/topics/{topic}                       create, delete a topic (topic_admin.py)
     GET  /healthz /readyz /metrics /openapi.json
 
 A pure builder: nothing starts until the app runs.  Then its cleanup context starts the
@@ -26,9 +27,11 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.common.config_file import NotifierSettings, WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
 from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
+from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.remoting.topics import TopicTable
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
@@ -39,6 +42,7 @@ from .metrics import NotifierMetrics
 from .notices import NoticeFeed, NoticeStream, refresh_loop
 from .openapi import notifier_openapi
 from .pulls import Puller
+from .topic_admin import TopicAdmin
 
 if TYPE_CHECKING:  # the front imports the notifier's held pulls: no import cycle at run time
     from mqstore.services.remoting.service import RemotingFront
@@ -68,9 +72,12 @@ METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 
 def create_app(view: StoreView, offsets: ConsumerOffsets,
                settings: NotifierSettings, *,
-               remoting: RemotingFront | None = None) -> web.Application:
+               remoting: RemotingFront | None = None,
+               topics: TopicTable | None = None) -> web.Application:
     """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
-    stops with the app, and the notices wake its held pulls too."""
+    stops with the app, and the notices wake its held pulls too.  `topics`: the process's
+    topic table, shared with the front (default: one of the app's own, with the writer's
+    default queue count)."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max,
                      held_per_client_max=settings.held_requests_per_client_max)
@@ -80,7 +87,11 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     puller = Puller(view, held, metrics, behind_bytes_max=behind_bytes_max(
         settings.pull_from_follower_memory_ratio),
                     queue_share_min=settings.group_poll_queue_share_min)
-    handlers = NotifierHandlers(view, offsets, puller, settings)
+    admin = TopicAdmin(topics or TopicTable(
+        view.directory, queue_count_max=WriterSettings().topic_queue_count,
+        topics_max=TopicsSettings().topics_max, on_disk=view.topics),
+        topic_bytes_max=view.config.topic_size_bytes_max)
+    handlers = NotifierHandlers(view, offsets, puller, settings, topic_names=admin.names)
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
                           middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log),
                                        body_size_middleware(
@@ -101,6 +112,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     router.add_get("/v1/messages/{physical_offset}", handlers.message_at, allow_head=False)
     router.add_get("/v1/topics", handlers.topics, allow_head=False)
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
+    router.add_put("/v1/topics/{topic}", admin.create)
+    router.add_delete("/v1/topics/{topic}", admin.delete)
     app.cleanup_ctx.append(_background(feed, settings, state))
     if remoting is not None:
         feed.add_held(remoting.held)

@@ -55,7 +55,9 @@ COMMIT_FIELDS = frozenset({"topic", "offsets", "reset"})
 
 class NotifierHandlers:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, puller: Puller,
-                 settings: NotifierSettings) -> None:
+                 settings: NotifierSettings, *, topic_names: Callable[[], list[str]]) -> None:
+        """`topic_names`: the topics to list (created or holding queues, not deleted)."""
+        self._topic_names = topic_names
         self._view = view
         self._offsets = offsets
         self._puller = puller
@@ -210,7 +212,7 @@ class NotifierHandlers:
 
     async def topics(self, request: web.Request) -> web.Response:
         """GET /v1/topics"""
-        return json_response({"topics": self._view.topics()})
+        return json_response({"topics": self._topic_names()})
 
     async def queues(self, request: web.Request) -> web.Response:
         """GET /v1/topics/{topic}/queues"""

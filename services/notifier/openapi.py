@@ -124,6 +124,34 @@ def _post(summary: str, parameters: list[dict[str, Any]], body: dict[str, Any],
                          **(extra or {})}}}
 
 
+def _topic_admin(topic: dict[str, Any]) -> dict[str, Any]:
+    """PUT and DELETE /v1/topics/{topic} (topic_admin.py): no request body."""
+    def answer(properties: dict[str, Any]) -> dict[str, Any]:
+        return {"description": "OK.", "content": openapi.json_content({
+            "type": "object", "additionalProperties": False, "required": list(properties),
+            "properties": properties})}
+
+    bad_name = openapi.error_response("The topic name breaks its rule.")
+    return {
+        "put": {"summary": "Create a topic (idempotent), with the writer's topic_queue_count "
+                           "queues: writable even with topics.auto_create off.",
+                "parameters": [topic], "responses": {
+                    "200": answer({"topic": {"type": "string"}, "queue_count": INTEGER}),
+                    "400": bad_name,
+                    "403": openapi.error_response("NO_PERMISSION: a system topic."),
+                    "409": openapi.error_response("The table holds topics.topics_max topics "
+                                                  "already.")}},
+        "delete": {"summary": "Delete a topic: the writer refuses produces to it within "
+                              "topics.topics_file_check_interval_ms; its data stays until "
+                              "retention takes it.",
+                   "parameters": [topic], "responses": {
+                       "200": answer({"topic": {"type": "string"},
+                                      "deleted": {"type": "boolean"}}),
+                       "400": bad_name,
+                       "404": openapi.error_response("TOPIC_NOT_EXIST: no such topic (or a "
+                                                     "system topic).")}}}
+
+
 def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -166,6 +194,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
                                  "Replace the stored offsets (may move them back)."}}}
     return {
         **_pull_paths(topic, settings),
+        "/v1/topics/{topic}": _topic_admin(topic),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",
                     [GROUP], commit_body, _ref("GroupOffsets"), extra={
@@ -203,7 +232,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
                    "500": openapi.error_response(
                        "MESSAGE_CORRUPT: the record there is damaged (its body fails its "
                        "CRC); it is never served.")}),
-        "/v1/topics": _get("The topics with consume queues.", [], {
+        "/v1/topics": _get("The topics created or with consume queues, less the deleted.", [], {
             "type": "object", "required": ["topics"],
             "properties": {"topics": {"type": "array", "items": {"type": "string"}}}}),
         "/v1/topics/{topic}/queues": _get("A topic's queues with their min and max offsets.",

@@ -11,12 +11,14 @@ Exit status: 0 after a stop on a signal.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
+from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.storage import ConfigError
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
@@ -35,6 +37,18 @@ def run_notifier(config: ServiceConfig) -> int:
     return run_service(_serve(config), event_loop=config.notifier.event_loop)
 
 
+def front_settings(config: ServiceConfig) -> RemotingSettings:
+    """The remoting front's settings under the `topics` section's rules: the front creates
+    a topic on a send (into `config/topics.json`, which the writer reads as created
+    explicitly) only if auto-creation is on in both, and holds no more topics than the
+    writer admits (services/writer/topic_gate.py)."""
+    remoting = config.remoting
+    return dataclasses.replace(
+        remoting,
+        topic_auto_create_enabled=remoting.topic_auto_create_enabled and config.topics.auto_create,
+        topics_max=min(remoting.topics_max, config.topics.topics_max))
+
+
 async def _serve(config: ServiceConfig) -> int:
     settings = config.notifier
     view = StoreView.open(config.data_dir, config.store)
@@ -45,11 +59,15 @@ async def _serve(config: ServiceConfig) -> int:
                                   file_size_bytes_max=settings.group_offsets_file_bytes_max)
         # Imported here: the front uses the notifier's held pulls (no cycle at import time).
         from mqstore.services.remoting.service import RemotingFront  # noqa: PLC0415
+        from mqstore.services.remoting.topics import TopicTable  # noqa: PLC0415
 
-        remoting = RemotingFront(view, offsets, config.remoting,
+        front = front_settings(config)
+        topics = TopicTable(view.directory, queue_count_max=config.writer.topic_queue_count,
+                            topics_max=front.topics_max, on_disk=view.topics)
+        remoting = RemotingFront(view, offsets, front, topics=topics,
                                  queue_count_max=config.writer.topic_queue_count) \
             if config.remoting.enabled else None
-        app = create_app(view, offsets, settings, remoting=remoting)
+        app = create_app(view, offsets, settings, remoting=remoting, topics=topics)
         await serve(app, settings, log=log, failure=lambda: None,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})

@@ -9,11 +9,13 @@ clients parse both).
 
 from __future__ import annotations
 
+from mqstore.services.common.topics_file import RETRY_PREFIX
+
 from . import bodies, headers
 from .codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError
 from .context import Front, Peer
 from .frame import Command
-from .topics import RETRY_PREFIX, TopicConfig
+from .topics import TopicConfig
 
 
 def broker_data(front: Front) -> dict[str, object]:

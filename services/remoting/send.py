@@ -10,7 +10,10 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 |------------------------------------------------|-----------------------|
 | stored                                         | 0 SUCCESS             |
 | stored, sync flush or replica not confirmed    | 10 / 12 / 11          |
-| unknown topic, no auto-create                  | 17 TOPIC_NOT_EXIST    |
+| unknown topic, no auto-create (`topics.auto_  | 17 TOPIC_NOT_EXIST    |
+| create` off), deleted, or past `topics_max`    |                       |
+| system topic, `%DLQ%`, `%RETRY%` but not a     | 16 NO_PERMISSION      |
+| send-back (the writer's topic_gate.py)         |                       |
 | queue id ≥ the topic's write queues            | 1 SYSTEM_ERROR        |
 | empty body, bad topic, too large               | 13 MESSAGE_ILLEGAL    |
 | transaction half message                       | 16 NO_PERMISSION      |
@@ -45,7 +48,8 @@ from .topics import TopicConfig, check_topic_name
 STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
                 "FLUSH_SLAVE_TIMEOUT": FLUSH_SLAVE_TIMEOUT,
                 "SLAVE_NOT_AVAILABLE": SLAVE_NOT_AVAILABLE, "MESSAGE_ILLEGAL": MESSAGE_ILLEGAL,
-                "SERVICE_NOT_AVAILABLE": SERVICE_NOT_AVAILABLE}
+                "SERVICE_NOT_AVAILABLE": SERVICE_NOT_AVAILABLE,
+                "TOPIC_NOT_EXIST": TOPIC_NOT_EXIST, "NO_PERMISSION": NO_PERMISSION}
 """The store's statuses as RocketMQ's `SendMessageProcessor` maps them; the rest (busy
 page cache, a failed segment) is SYSTEM_ERROR."""
 TRANSACTION_PREPARED = 0x4

@@ -35,13 +35,15 @@ log = logging.getLogger("mqstore.remoting")
 
 class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
-                 *, queue_count_max: int) -> None:
+                 *, queue_count_max: int, topics: TopicTable | None = None) -> None:
+        """`topics`: the process's topic table, shared with the notifier's HTTP API (default:
+        a table of the front's own)."""
         self.held = HeldPulls(held_max=settings.held_pulls_max,
                               held_per_client_max=settings.held_pulls_per_client_max)
         self.front = Front(
             view=view, settings=settings, store_config=view.config,
-            topics=TopicTable(view.directory, queue_count_max=queue_count_max,
-                              topics_max=settings.topics_max, on_disk=view.topics),
+            topics=topics or TopicTable(view.directory, queue_count_max=queue_count_max,
+                                        topics_max=settings.topics_max, on_disk=view.topics),
             offsets=OffsetTable(offsets),
             clients=ClientTable(expiry_ms=settings.consumer_expiry_ms,
                                 lock_expiry_ms=settings.lock_expiry_ms,

@@ -4,27 +4,41 @@
                                       "write_queue_nums", "perm"}}, "deleted": [names]}
 
 A topic is routed when the table names it, or when the volume holds queues of it (written
-through the HTTP API); `DELETE_TOPIC_*` marks it deleted (its data stays until retention
-takes it: the writer and indexer own the files) and a later create or send revives it.
-`TBW102` (the auto-create template) and `%RETRY%<group>` topics are always routed.  The file
-is written whole (temporary file, fsync, rename) by the one front that changed it.
+through the HTTP API); `DELETE_TOPIC_*` and the notifier's `DELETE /v1/topics/{topic}` mark
+it deleted (its data stays until retention takes it: the writer and indexer own the files;
+the writer refuses produces to it, services/writer/topic_gate.py) and a later create, or a
+send that auto-creates it, revives it.  `TBW102` (the auto-create template) and
+`%RETRY%<group>` topics are always routed; system topics cannot be created.
+
+Several notifiers may serve one volume, each with a table: a change is made under an
+exclusive lock on `config/topics.lock`, on the file as it is then (read again first), and
+written whole (temporary file, fsync, rename, directory fsync); reads take the file again
+when its modification time or size changed, so every table sees every other's changes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from mqstore.services.common.topics_file import (
+    AUTO_CREATE_TOPIC,
+    RETRY_PREFIX,
+    TOPICS_FILE,
+    is_system_topic,
+)
 from mqstore.storage import TopicNameError, validate_topic
+from mqstore.storage.files.io import fsync_directory
 
 from .codes import MESSAGE_ILLEGAL, SYSTEM_ERROR, TOPIC_NOT_EXIST, RemotingError
 
-TOPICS_FILE = Path("config") / "topics.json"
-AUTO_CREATE_TOPIC = "TBW102"
-RETRY_PREFIX = "%RETRY%"
+TOPICS_LOCK_FILE = TOPICS_FILE.with_suffix(".lock")
+
 PERM_INHERIT, PERM_WRITE, PERM_READ = 1, 2, 4
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 
@@ -52,10 +66,12 @@ class TopicTable:
         self._on_disk = on_disk
         self._topics: dict[str, TopicConfig] = {}
         self._deleted: set[str] = set()
-        self._load()
+        self._stamp: tuple[int, int] | None = None
+        self._refresh()
 
     def get(self, topic: str) -> TopicConfig | None:
         """The topic's config if it is routed, else None."""
+        self._refresh()
         if topic in self._deleted:
             return None
         found = self._topics.get(topic)
@@ -80,44 +96,69 @@ class TopicTable:
         return TopicConfig(topic, count, count, PERM_READ_WRITE)
 
     def names(self) -> list[str]:
+        self._refresh()
         names = set(self._topics) | set(self._on_disk())
         return sorted(names - self._deleted)
 
     def create(self, config: TopicConfig) -> None:
         check_topic_name(config.name)
-        if config.name not in self._topics and len(self._topics) >= self._topics_max:
-            raise RemotingError(SYSTEM_ERROR, f"the topic table holds {len(self._topics)} "
-                                              f"topics (topics_max)")
+        if is_system_topic(config.name):  # RocketMQ's answer to `updateTopic` of one
+            raise RemotingError(SYSTEM_ERROR, f"The topic[{config.name}] is conflict with "
+                                              f"system topic.")
         for what, count in (("readQueueNums", config.read_queue_nums),
                             ("writeQueueNums", config.write_queue_nums)):
             if not 0 < count <= self.queue_count_max:
                 raise RemotingError(SYSTEM_ERROR, f"{what}={count} must be in 1.."
                                                   f"{self.queue_count_max} (the writer's "
                                                   f"topic_queue_count)")
-        self._topics[config.name] = config
-        self._deleted.discard(config.name)
-        self._save()
+        with self._changing():
+            if config.name not in self._topics and len(self._topics) >= self._topics_max:
+                raise RemotingError(SYSTEM_ERROR, f"the topic table holds "
+                                                  f"{len(self._topics)} topics (topics_max)")
+            self._topics[config.name] = config
+            self._deleted.discard(config.name)
 
-    def delete(self, topic: str) -> None:
-        self._topics.pop(topic, None)
-        self._deleted.add(topic)
-        self._save()
+    def delete(self, topic: str) -> bool:
+        """Mark `topic` deleted; False (and nothing recorded) if no table routes it, so the
+        deleted list holds only topics that existed."""
+        if is_system_topic(topic):
+            return False
+        with self._changing():
+            if self.get(topic) is None:
+                return False
+            self._topics.pop(topic, None)
+            self._deleted.add(topic)
+            return True
 
-    def revive(self, topic: str) -> None:
-        """A send reached a deleted topic through auto-create: route it again."""
-        if topic in self._deleted:
-            self._deleted.discard(topic)
-            self._save()
-
-    def _load(self) -> None:
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Change the file as it is now, under the lock, and write it whole."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._path.parent / TOPICS_LOCK_FILE.name,
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            document = json.loads(self._path.read_text(encoding="utf-8"))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._stamp = None
+            self._refresh()
+            yield
+            self._save()
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _refresh(self) -> None:
+        try:
+            status = os.stat(self._path)
         except FileNotFoundError:
             return
-        for name, row in document.get("topics", {}).items():
-            self._topics[name] = TopicConfig(name, int(row["read_queue_nums"]),
-                                             int(row["write_queue_nums"]), int(row["perm"]))
+        stamp = (status.st_mtime_ns, status.st_size)
+        if stamp == self._stamp:
+            return
+        document = json.loads(self._path.read_text(encoding="utf-8"))
+        self._topics = {name: TopicConfig(name, int(row["read_queue_nums"]),
+                                          int(row["write_queue_nums"]), int(row["perm"]))
+                        for name, row in document.get("topics", {}).items()}
         self._deleted = set(document.get("deleted", []))
+        self._stamp = stamp
 
     def _save(self) -> None:
         document = {"version": 1, "deleted": sorted(self._deleted),
@@ -132,6 +173,9 @@ class TopicTable:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self._path)
+        fsync_directory(self._path.parent)
+        status = os.stat(self._path)
+        self._stamp = (status.st_mtime_ns, status.st_size)
 
 
 def check_topic_name(topic: str) -> None:

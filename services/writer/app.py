@@ -19,6 +19,7 @@ from aiohttp import web
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
+from mqstore.services.common.topics_settings import TopicsSettings
 from mqstore.storage import MessageStore
 
 from .admission import Admission
@@ -27,6 +28,7 @@ from .metrics import WriterMetrics
 from .openapi import writer_openapi
 from .replication_follower import ReplicationClient
 from .replication_status import replication_status
+from .topic_gate import TopicGate
 
 log = logging.getLogger("mqstore.writer")
 
@@ -46,14 +48,18 @@ ADMISSION = web.AppKey("writer_admission", Admission)
 
 
 def create_app(store: MessageStore, settings: WriterSettings, *,
-               follower: ReplicationClient | None = None) -> web.Application:
+               follower: ReplicationClient | None = None,
+               topics: TopicsSettings | None = None) -> web.Application:
     """`follower`: a follower's replication client (its status and metrics are served here,
-    and its produce routes refuse with 403)."""
+    and its produce routes refuse with 403).  `topics`: which topics produces may write
+    (default: the section's defaults)."""
     admission = Admission(limit=settings.put_requests_in_flight_max,
                           per_client_limit=settings.put_requests_per_client_max,
                           retry_after_s=settings.retry_after_s)
     metrics = WriterMetrics(store, admission, follower=follower)
-    handlers = WriterHandlers(store, settings, metrics,
+    gate = TopicGate(topics or TopicsSettings(), data_dir=store.directory,
+                     known=store.topic_names())
+    handlers = WriterHandlers(store, settings, metrics, gate=gate,
                               master=follower.settings.master if follower else "")
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,

@@ -32,6 +32,7 @@ from mqstore.services.common.forward_wire import (
     decode_request,
     encode_answer,
 )
+from mqstore.services.common.topics_file import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
 from mqstore.storage import Message, PutStatus
 
@@ -43,6 +44,7 @@ ENTRY_HEAD = struct.Struct(">iiiii")
 PROPERTIES_LENGTH = struct.Struct(">h")
 assert ENTRY_HEAD.size == 20
 PROPERTY_SEPARATOR = b"\x02"
+RETRY_TOPIC_PROPERTY = b"RETRY_TOPIC\x01"
 
 
 class ForwardServer:
@@ -104,6 +106,9 @@ class ForwardServer:
         except WireFormatError as error:
             return ForwardAnswer(request.request_id, PutStatus.MESSAGE_ILLEGAL.value, [],
                                  str(error))
+        refused = self._handlers.gate.admit((request.topic,), send_back=_is_send_back(request))
+        if refused is not None:
+            return ForwardAnswer(request.request_id, refused.status, [], refused.reason)
         results = await self._handlers.store_messages(messages)
         status = results[0].status
         if not results[0].ok and results[0].physical_offset < 0:
@@ -169,6 +174,15 @@ class ForwardServer:
                        born_timestamp_ms=request.born_timestamp_ms, sysflag=request.sysflag,
                        reconsume_times=request.reconsume_times,
                        properties_encoded=properties or None)
+
+
+def _is_send_back(request: ForwardRequest) -> bool:
+    """A consumer's send-back of a failed message to `%RETRY%<group>`: what a RocketMQ
+    client sends when the broker does not serve CONSUMER_SEND_MSG_BACK (it names the
+    message's original topic in RETRY_TOPIC)."""
+    return request.topic.startswith(RETRY_PREFIX) and (
+        request.properties.startswith(RETRY_TOPIC_PROPERTY)
+        or PROPERTY_SEPARATOR + RETRY_TOPIC_PROPERTY in request.properties)
 
 
 def _pairs(properties: bytes) -> list[tuple[bytes, bytes]]:

@@ -15,13 +15,13 @@ the loop, boundedly: for a segment roll (`allocate_wait_ms`) or a pool buffer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
 
 from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import json_response
+from mqstore.services.common.http import ServiceError, json_response
 from mqstore.services.common.http_bodies import read_body
 from mqstore.services.common.wire import (
     BATCH_MEDIA_TYPE,
@@ -42,6 +42,7 @@ from .requests import (
     wire_message_from_json,
 )
 from .statuses import SUCCESS_HTTP_STATUS, follower_refusal, refusal
+from .topic_gate import TopicGate
 
 NOT_SYNCED_NOTE = ("written and readable, but its sync was not confirmed in time: durability "
                    "NOT confirmed")
@@ -51,10 +52,13 @@ NOT_REPLICATED_NOTE = ("written and readable here, but no follower confirmed it:
 
 class WriterHandlers:
     def __init__(self, store: MessageStore, settings: WriterSettings,
-                 metrics: WriterMetrics, *, master: str = "") -> None:
+                 metrics: WriterMetrics, *, gate: TopicGate, master: str = "") -> None:
         self._store = store
         self._settings = settings
         self._metrics = metrics
+        self.gate = gate
+        """Which topics a produce may write (topic_gate.py); the forward listener asks it
+        too."""
         self._rules = MessageRules(store.config, settings)
         self._sync = store.put_waits
         """Sync flush or sync master: await the acknowledgement (the loop never blocks)."""
@@ -72,7 +76,7 @@ class WriterHandlers:
         self._rules.check_topic(topic, where="topic")
         wire = wire_message_from_json(document, topic=topic, where="message")
         messages = self._rules.store_messages([wire], where="message", batch=False)
-        results = await self._put(messages)
+        results = await self._put(messages, topics=(topic,))
         return json_response(_result_json(results[0], messages[0].queue_id),
                              http_status=SUCCESS_HTTP_STATUS[results[0].status])
 
@@ -92,7 +96,7 @@ class WriterHandlers:
         wires = [wire_message_from_json(item, topic=topic, where=f"messages[{index}]")
                  for index, item in enumerate(items)]
         messages = self._rules.store_messages(wires, where="messages", batch=True)
-        results = await self._put(messages)
+        results = await self._put(messages, topics=(topic,))
         return self._json_results(messages, results)
 
     async def put_batch(self, request: web.Request) -> web.Response:
@@ -105,7 +109,8 @@ class WriterHandlers:
         except WireFormatError as error:
             raise bad_request(f"malformed batch: {error}") from None
         messages = self._rules.store_messages(wires, where="message", batch=True)
-        results = await self._put(messages)
+        results = await self._put(messages, topics=dict.fromkeys(
+            [message.topic for message in messages]))
         if RESULT_MEDIA_TYPE not in request.headers.get("Accept", ""):
             return self._json_results(messages, results)
         rows = [(result.status.value, message.queue_id, result.queue_offset,
@@ -123,9 +128,14 @@ class WriterHandlers:
         if self._master is not None:
             raise follower_refusal(self._master)
 
-    async def _put(self, messages: list[Message]) -> list[PutResult]:
-        """Store `messages` (one put or one batch put); raise the refusal if nothing was
-        stored.  A batch's results share one status (the store is all or nothing)."""
+    async def _put(self, messages: list[Message], *,
+                   topics: Iterable[str]) -> list[PutResult]:
+        """Store `messages` (one put or one batch put) of the distinct `topics`; raise the
+        refusal if nothing was stored.  A batch's results share one status (the store is
+        all or nothing)."""
+        refused = self.gate.admit(topics)
+        if refused is not None:
+            raise ServiceError(refused.http_status, refused.status, refused.reason)
         results = await self.store_messages(messages)
         status = results[0].status
         if status not in SUCCESS_HTTP_STATUS:

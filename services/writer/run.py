@@ -102,7 +102,7 @@ async def _serve(config: ServiceConfig) -> int:
             client = ReplicationClient(store, config.replication)
             client.start()
         try:
-            app = create_app(store, settings, follower=client)
+            app = create_app(store, settings, follower=client, topics=config.topics)
             forward = ForwardServer(app[HANDLERS], settings) if (
                 settings.forward_enabled and client is None) else None
             if forward is not None:

@@ -36,8 +36,8 @@ from mqstore.services.common.http import ServiceError
 from mqstore.services.common.wire import STATUS_NAMES
 from mqstore.storage import MessageStore, PutStatus
 
-assert {status.value for status in PutStatus} == set(STATUS_NAMES), \
-    "the wire's status codes must cover every PutStatus"
+assert {status.value for status in PutStatus} == set(STATUS_NAMES[:len(PutStatus)]), \
+    "the wire's status codes must cover every PutStatus, before the topic refusals"
 
 SUCCESS_HTTP_STATUS = {PutStatus.PUT_OK: 200, PutStatus.FLUSH_DISK_TIMEOUT: 202,
                        PutStatus.FLUSH_SLAVE_TIMEOUT: 202, PutStatus.SLAVE_NOT_AVAILABLE: 202}

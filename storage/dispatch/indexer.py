@@ -80,8 +80,9 @@ class Indexer:
                                       segment_size_bytes=config.segment_size_bytes)
         self._closers.append(self.reader.close)
         try:
-            self.queues = ConsumeQueues(directory,
-                                        file_size_bytes=config.consume_queue_file_size_bytes)
+            self.queues = ConsumeQueues(
+                directory, file_size_bytes=config.consume_queue_file_size_bytes,
+                allocate_step_bytes=config.consume_queue_allocate_step_bytes)
             self._closers.append(self.queues.close)
             self._cut_queues = self.queues.load()
             self.index = self._load_index(abnormal=abnormal)

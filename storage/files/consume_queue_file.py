@@ -14,17 +14,28 @@ Entry n of the queue (its queue offset n) is at byte n*20 of the queue, so at po
 n*20 % file_size of the file named (n*20 - n*20 % file_size).  Entries are written through
 the mapping (RocketMQ issue #3585 part J: its FileChannel writes capped consume rates at 600
 queues), and read in bulk through a numpy structured view.
+
+A file has its full length from creation (RocketMQ loads only files of the configured size)
+but is sparse: blocks are reserved `allocate_step_bytes` at a time, ahead of the entries
+(posix_fallocate, then the range is mapped in without the GIL).  A store into a hole of a
+shared mapping on a full disk is a SIGBUS that kills the process; a failed fallocate is an
+OSError (ENOSPC) raised before the entry is written, which dispatch turns into a stall and a
+retry.  Reserving a range twice (after a reopen nothing is known of what is reserved) costs
+one syscall and nothing on disk.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from ..config import PAGE_SIZE_BYTES
 from .mapped_file import MappedFile
+from .preallocate import populate_for_write
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE_BYTES = 20
@@ -64,14 +75,39 @@ class ConsumeQueueFile(MappedFile):
 
     SIZE_SETTING = "consume_queue_file_size_bytes"
 
+    allocated_position = 0
+    """Blocks below this position are reserved and mapped in (0 after a reopen: unknown)."""
+
+    allocate_step_bytes = PAGE_SIZE_BYTES
+    """How much is reserved at a time (the queue sets `consume_queue_allocate_step_bytes`)."""
+
     def append(self, *, physical_offset: int, size_bytes: int, tags_code: int) -> None:
-        """Write the next entry at `written_position` (the caller checked there is room)."""
+        """Write the next entry at `written_position` (the caller checked there is room);
+        reserves the next step of blocks first if the entry reaches past what is reserved
+        (a full disk raises OSError here, and nothing is written)."""
         position = self.written_position
         assert position % ENTRY_SIZE_BYTES == 0
         assert position + ENTRY_SIZE_BYTES <= self.size_bytes
+        if position + ENTRY_SIZE_BYTES > self.allocated_position:
+            self.allocate_through(position + ENTRY_SIZE_BYTES)
         ENTRY.pack_into(self.mapping, position, physical_offset, size_bytes, tags_code)
         self.written_position = position + ENTRY_SIZE_BYTES
         self.committed_position = self.written_position
+
+    def allocate_through(self, end_position: int) -> None:
+        """Reserve blocks from the page of `written_position` (or the reserved end, if
+        further) up to at least `end_position`, a whole step, and map them in."""
+        assert 0 < end_position <= self.size_bytes
+        step = self.allocate_step_bytes
+        assert step > 0
+        assert step % PAGE_SIZE_BYTES == 0
+        start = max(self.allocated_position, self.written_position)
+        start -= start % PAGE_SIZE_BYTES
+        end = min(self.size_bytes, max(end_position, start + step))
+        os.posix_fallocate(self.fd, start, end - start)
+        populate_for_write(self.mapping, start_position=start, end_position=end)
+        self.allocated_position = end
+        assert self.allocated_position >= end_position
 
     def fill(self, *, until_position: int) -> None:
         """Write filler entries from `written_position` up to `until_position` (a queue whose

@@ -63,7 +63,8 @@ class MappedFile:
     # -- creation --------------------------------------------------------------------------
     @classmethod
     def create(cls, directory: Path, *, creating: Path, start_position: int, size_bytes: int,
-               method: PreallocateMethod, warmup: bool) -> Self:
+               method: PreallocateMethod, warmup: bool,
+               allocate_bytes: int | None = None) -> Self:
         """Create, preallocate and map a new file (the allocator's thread runs this for
         segments, dispatch for consume queue files).
 
@@ -71,16 +72,17 @@ class MappedFile:
         and blocks synced (before the warm-up dirties zero pages, which need no writing: a
         preallocated block reads as zeros), then renamed into place and the name synced
         (io.publish_prepared): a crash or a power loss never leaves a file of the wrong size,
-        or a name without its file, under a 20-digit name.
+        or a name without its file, under a 20-digit name.  `allocate_bytes` (FALLOCATE
+        only): reserve and warm up only that much; the rest stays a hole.
         """
         path = directory / offset_file_name(start_position)
         creating.unlink(missing_ok=True)
         fd = os.open(creating, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
-            prepare_file(fd, size_bytes, method)
+            prepare_file(fd, size_bytes, method, allocate_bytes=allocate_bytes)
             os.fdatasync(fd)
             mapping = mmap.mmap(fd, size_bytes, mmap.MAP_SHARED)
-            prepare_mapping(fd, mapping, method, warmup=warmup)
+            prepare_mapping(fd, mapping, method, warmup=warmup, warmup_bytes=allocate_bytes)
             publish_prepared(creating=creating, path=path)
         except BaseException:
             os.close(fd)

@@ -67,11 +67,17 @@ _libc.mlock.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _libc.mlock.restype = ctypes.c_int
 
 
-def prepare_file(fd: int, size_bytes: int, method: PreallocateMethod) -> None:
-    """Give the file its full size and, per `method`, its blocks (before it is mapped)."""
+def prepare_file(fd: int, size_bytes: int, method: PreallocateMethod, *,
+                 allocate_bytes: int | None = None) -> None:
+    """Give the file its full size and, per `method`, its blocks (before it is mapped): all
+    of them, or with FALLOCATE only the first `allocate_bytes` (a consume queue file stays
+    sparse beyond them and reserves more as its entries grow, consume_queue_file.py)."""
     assert method is not PreallocateMethod.AUTO, "resolve AUTO with the store's config"
+    assert allocate_bytes is None or method is PreallocateMethod.FALLOCATE
     os.ftruncate(fd, size_bytes)
-    if method in (PreallocateMethod.FALLOCATE, PreallocateMethod.POPULATE):
+    if method is PreallocateMethod.FALLOCATE and allocate_bytes is not None:
+        os.posix_fallocate(fd, 0, min(allocate_bytes, size_bytes))
+    elif method in (PreallocateMethod.FALLOCATE, PreallocateMethod.POPULATE):
         os.posix_fallocate(fd, 0, size_bytes)
     elif method is PreallocateMethod.ZERO_FILL:
         zero_fill(fd, 0, size_bytes)
@@ -79,14 +85,16 @@ def prepare_file(fd: int, size_bytes: int, method: PreallocateMethod) -> None:
 
 
 def prepare_mapping(fd: int, mapping: mmap.mmap, method: PreallocateMethod, *,
-                    warmup: bool) -> None:
-    """Per `method` (and the optional warm-up), fault the mapping in now, not on first write."""
+                    warmup: bool, warmup_bytes: int | None = None) -> None:
+    """Per `method` (and the optional warm-up, of the first `warmup_bytes` only when given:
+    populating a hole for write would allocate it), fault the mapping in now, not on first
+    write."""
     if method is PreallocateMethod.POPULATE:
         if not populate_for_write(mapping):
             zero_fill(fd, 0, len(mapping))  # kernel < 5.14: the next best, measured above
         os.fdatasync(fd)
     elif warmup:
-        populate_for_write(mapping)
+        populate_for_write(mapping, end_position=warmup_bytes)
 
 
 def zero_fill(fd: int, start_position: int, end_position: int) -> None:
@@ -100,15 +108,21 @@ def zero_fill(fd: int, start_position: int, end_position: int) -> None:
         position += written
 
 
-def populate_for_write(mapping: mmap.mmap) -> bool:
-    """Map every page of `mapping` writable now (MADV_POPULATE_WRITE), without the GIL.
+def populate_for_write(mapping: mmap.mmap, *, start_position: int = 0,
+                       end_position: int | None = None) -> bool:
+    """Map the pages of `mapping` in [start, end) writable now (MADV_POPULATE_WRITE), without
+    the GIL; `start_position` is a page multiple, `end_position` defaults to the end.
 
     Returns False when the kernel does not support it (the mapping then faults lazily).
     """
+    assert start_position % mmap.PAGESIZE == 0
+    end = len(mapping) if end_position is None else min(end_position, len(mapping))
+    if end <= start_position:
+        return True
     anchor = ctypes.c_char.from_buffer(mapping)
     try:
-        address = ctypes.addressof(anchor)
-        if _libc.madvise(address, len(mapping), MADV_POPULATE_WRITE) == 0:
+        address = ctypes.addressof(anchor) + start_position
+        if _libc.madvise(address, end - start_position, MADV_POPULATE_WRITE) == 0:
             return True
         code = ctypes.get_errno()
         if code in (errno.EINVAL, errno.ENOSYS):

@@ -45,14 +45,17 @@ class ConsumeQueueGapError(StoreFormatError):
 
 class ConsumeQueue:
     def __init__(self, directory: Path, *, topic: str, queue_id: int, file_size_bytes: int,
-                 creating_directory: Path) -> None:
+                 allocate_step_bytes: int, creating_directory: Path) -> None:
         """`directory` is `<store>/consumequeue/<topic>/<queue id>`; new files are prepared
-        in `creating_directory` (`<store>/creating`, format/volume.py)."""
+        in `creating_directory` (`<store>/creating`, format/volume.py) and reserve blocks
+        `allocate_step_bytes` at a time (consume_queue_file.py)."""
         assert file_size_bytes % ENTRY_SIZE_BYTES == 0
+        assert allocate_step_bytes > 0
         self.directory = directory
         self.topic = topic
         self.queue_id = queue_id
         self.file_size_bytes = file_size_bytes
+        self.allocate_step_bytes = allocate_step_bytes
         self.creating_directory = creating_directory
         self.files: list[ConsumeQueueFile] = []
         self.min_position = 0
@@ -100,7 +103,9 @@ class ConsumeQueue:
                     later.unlink()
                 cut = True
                 break
-            self.files.append(ConsumeQueueFile.open_existing(path, size_bytes=self.file_size_bytes))
+            opened = ConsumeQueueFile.open_existing(path, size_bytes=self.file_size_bytes)
+            opened.allocate_step_bytes = self.allocate_step_bytes
+            self.files.append(opened)
         cut |= self._find_valid_end()
         if self.files:
             self.min_position = self._first_real_position(self.files[0])
@@ -195,14 +200,18 @@ class ConsumeQueue:
         creating = self.creating_directory
         make_directories(self.directory, root=creating.parent)
         make_directories(creating, root=creating.parent)
-        # warmup: map every page now, with madvise (no GIL held); the first write into a
-        # fresh mapping otherwise faults with the GIL held (~12 ms per file measured at 600
-        # queues, stalling every thread).
+        # warmup: map the reserved pages now, with madvise (no GIL held); the first write
+        # into a fresh mapping otherwise faults with the GIL held (~12 ms per file measured
+        # at 600 queues, stalling every thread).  Only the first step is reserved: the file
+        # is sparse beyond it (consume_queue_file.py).
+        step = min(self.allocate_step_bytes, self.file_size_bytes)
         created = ConsumeQueueFile.create(
             self.directory, creating=creating / creating_name(
                 CONSUME_QUEUE_DIRECTORY, self.topic, str(self.queue_id), offset_file_name(start)),
             start_position=start, size_bytes=self.file_size_bytes,
-            method=PreallocateMethod.FALLOCATE, warmup=True)
+            method=PreallocateMethod.FALLOCATE, warmup=True, allocate_bytes=step)
+        created.allocate_step_bytes = self.allocate_step_bytes
+        created.allocated_position = step
         if last is None:
             created.fill(until_position=position - start)
             self.min_position = position

@@ -18,9 +18,11 @@ log = logging.getLogger(__name__)
 
 
 class ConsumeQueues:
-    def __init__(self, store_directory: Path, *, file_size_bytes: int) -> None:
+    def __init__(self, store_directory: Path, *, file_size_bytes: int,
+                 allocate_step_bytes: int) -> None:
         self.directory = store_directory / CONSUME_QUEUE_DIRECTORY
         self.file_size_bytes = file_size_bytes
+        self.allocate_step_bytes = allocate_step_bytes
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._lock = threading.Lock()
 
@@ -47,6 +49,7 @@ class ConsumeQueues:
     def _new(self, topic: str, queue_id: int) -> ConsumeQueue:
         queue = ConsumeQueue(self.directory / topic / str(queue_id), topic=topic,
                              queue_id=queue_id, file_size_bytes=self.file_size_bytes,
+                             allocate_step_bytes=self.allocate_step_bytes,
                              creating_directory=self.directory.parent / CREATING_DIRECTORY)
         self._queues[topic, queue_id] = queue
         return queue

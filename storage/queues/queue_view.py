@@ -26,6 +26,7 @@ import mmap
 import os
 from pathlib import Path
 
+from ..config import PAGE_SIZE_BYTES
 from ..errors import StoreFormatError
 from ..files.consume_queue_file import ENTRY_SIZE_BYTES, ConsumeQueueFile, is_filler
 from ..format.volume import offset_file_name
@@ -41,9 +42,10 @@ class QueueView(ConsumeQueue):
 
     def __init__(self, directory: Path, *, topic: str, queue_id: int,
                  file_size_bytes: int) -> None:
-        # A view creates no file: it gets no directory to prepare them in.
+        # A view creates no file: it gets no directory to prepare them in, nor a step to
+        # reserve blocks by (any positive value: it is never used).
         super().__init__(directory, topic=topic, queue_id=queue_id,
-                         file_size_bytes=file_size_bytes,
+                         file_size_bytes=file_size_bytes, allocate_step_bytes=PAGE_SIZE_BYTES,
                          creating_directory=Path("/nonexistent"))
 
     # -- what a queue view must never do ------------------------------------------------------

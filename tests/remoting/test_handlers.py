@@ -82,6 +82,17 @@ def test_topics_are_created_routed_listed_and_deleted(front: Front) -> None:
         codes.TOPIC_NOT_EXIST
 
 
+def test_system_topics_cannot_be_created_or_deleted(front: Front) -> None:
+    for topic in ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer"):
+        answer = ask(front, codes.UPDATE_AND_CREATE_TOPIC, {
+            "topic": topic, "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"})
+        assert answer.code == codes.SYSTEM_ERROR  # as RocketMQ's broker answers it
+        assert "conflict with system topic" in (answer.remark or "")
+    assert ask(front, codes.DELETE_TOPIC_IN_BROKER, {"topic": "TBW102"}).code == codes.SUCCESS
+    assert ask(front, codes.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}).code == \
+        codes.SUCCESS  # still routed: auto-creation needs its template
+
+
 def test_more_queues_than_the_writer_takes_are_refused(front: Front) -> None:
     answer = ask(front, codes.UPDATE_AND_CREATE_TOPIC, {
         "topic": "Big", "readQueueNums": "16", "writeQueueNums": "16", "perm": "6"})

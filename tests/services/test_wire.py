@@ -121,7 +121,9 @@ def test_result_round_trip_and_truncations(result_rows: list[ResultRow], host: b
 
 
 def test_status_codes_cover_the_store_and_msg_id_is_the_stores() -> None:
-    assert set(STATUS_NAMES) == {status.value for status in PutStatus}
+    # The store's statuses, then the writer's topic refusals (services/writer/topic_gate.py).
+    assert set(STATUS_NAMES) == {status.value for status in PutStatus} | {
+        "TOPIC_NOT_EXIST", "NO_PERMISSION"}
     host = bytes([127, 0, 0, 1]) + (10911).to_bytes(4, "big")
     assert msg_id(host, 12345) == offset_msg_id(host, 12345)
 

@@ -45,7 +45,9 @@ def log_records(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]]]
 
 
 def queue_entries(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
-    queues = ConsumeQueues(directory, file_size_bytes=small_config().consume_queue_file_size_bytes)
+    config = small_config()
+    queues = ConsumeQueues(directory, file_size_bytes=config.consume_queue_file_size_bytes,
+                           allocate_step_bytes=config.consume_queue_allocate_step_bytes)
     queues.load()
     found: dict[tuple[str, int], list[tuple[int, int]]] = {}
     try:

@@ -180,7 +180,7 @@ def test_impossible_configs_are_refused(overrides: dict[str, object]) -> None:
 
 def test_disk_full_is_service_not_available(store_dir: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_space(fd: int, size_bytes: int, method: object) -> None:
+    def no_space(fd: int, size_bytes: int, method: object, **options: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     config = small_config(allocate_wait_ms=2000, dispatch_retry_interval_ms=10)
@@ -203,7 +203,7 @@ def test_disk_full_is_service_not_available(store_dir: Path,
 
 
 def test_segment_creation_failure(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(fd: int, size_bytes: int, method: object) -> None:
+    def broken(fd: int, size_bytes: int, method: object, **options: object) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(segment_module, "prepare_file", broken)

@@ -14,7 +14,7 @@ FILE_BYTES = 10 * ENTRY_SIZE_BYTES  # ten entries a file: rolls happen quickly
 
 def _queue(directory: Path) -> ConsumeQueue:
     return ConsumeQueue(directory, topic="T", queue_id=0, file_size_bytes=FILE_BYTES,
-                        creating_directory=directory.parent / "creating")
+                        allocate_step_bytes=4096, creating_directory=directory.parent / "creating")
 
 
 def _fill(queue: ConsumeQueue, count: int, *, first_offset: int = 0) -> None:

@@ -21,7 +21,7 @@ RECORD_BYTES = 100
 def _queue(store: Path, topic: str, queue_id: int) -> ConsumeQueue:
     return ConsumeQueue(queue_directory(store, (topic, queue_id)), topic=topic,
                         queue_id=queue_id, file_size_bytes=FILE_BYTES,
-                        creating_directory=store / "creating")
+                        allocate_step_bytes=4096, creating_directory=store / "creating")
 
 
 def _fill(queue: ConsumeQueue, offsets: range) -> None:

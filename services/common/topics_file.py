@@ -1,0 +1,110 @@
+"""`config/topics.json` read by processes that do not own it, and the system topic rules.
+
+The notifiers write the file (services/remoting/topics.py, through their HTTP routes and
+the remoting front): topics created explicitly and topics deleted.  The writer reads it to
+decide what a produce may name (services/writer/topic_gate.py): it looks at the file at most
+every `topics.topics_file_check_interval_ms` and reads it only when its modification time or
+size changed, so a topic created or deleted through any notifier binds within that interval.
+
+System topics (RocketMQ `TopicValidator`): the broker keeps them for itself, and a plain
+send to one is refused as RocketMQ refuses it (NO_PERMISSION):
+
+| topic                         | why                                                        |
+|-------------------------------|------------------------------------------------------------|
+| `TBW102`                      | the auto-create template; never holds messages             |
+| `SCHEDULE_TOPIC_XXXX`         | delayed messages, written by the broker only               |
+| `RMQ_SYS_*`, `rmq_sys_*`      | transactions, timers, checks (`RMQ_SYS_TRACE_TOPIC` is     |
+|                               | open: RocketMQ clients with tracing on send to it)         |
+| `OFFSET_MOVED_EVENT`,         | broker events and self tests                               |
+| `SELF_TEST_TOPIC`,            |                                                            |
+| `BenchmarkTest`               |                                                            |
+| `%DLQ%<group>`                | dead letters, moved there by the broker's retry handling   |
+| `%RETRY%<group>`              | only a consumer's send-back: a remoting send carrying the  |
+|                               | RETRY_TOPIC property (the client's fallback when the       |
+|                               | broker does not serve CONSUMER_SEND_MSG_BACK)              |
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+TOPICS_FILE = Path("config") / "topics.json"
+AUTO_CREATE_TOPIC = "TBW102"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+SYSTEM_PREFIXES = ("RMQ_SYS_", "rmq_sys_")
+"""4.x names its system topics in capitals, 5.x in lower case (and this store's group commit
+filler records are `rmq_sys_mqstore_padding`)."""
+SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC, "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT",
+                           "SELF_TEST_TOPIC", "BenchmarkTest"})
+
+
+def is_system_topic(topic: str) -> bool:
+    """A topic the broker keeps for itself: never written by a produce, never created."""
+    return topic in SYSTEM_TOPICS or (topic.startswith(SYSTEM_PREFIXES) and topic != TRACE_TOPIC)
+
+
+def system_topic_refusal(topic: str, *, send_back: bool) -> str | None:
+    """Why a produce may not write `topic` (None: it may).  `send_back`: the produce is a
+    consumer's send-back of a failed message (only those may write `%RETRY%` topics)."""
+    if is_system_topic(topic):
+        return f"topic {topic} is a system topic; sending to it is forbidden"
+    if topic.startswith(DLQ_PREFIX):
+        return f"topic {topic} is a dead letter queue; only the broker moves messages there"
+    if topic.startswith(RETRY_PREFIX) and not send_back:
+        return (f"topic {topic} is a retry topic; only a consumer's send-back (with the "
+                f"RETRY_TOPIC property) writes it")
+    return None
+
+
+class TopicsFile(NamedTuple):
+    """What the file says: topics created explicitly, topics deleted."""
+
+    created: frozenset[str]
+    deleted: frozenset[str]
+
+
+EMPTY = TopicsFile(frozenset(), frozenset())
+
+
+class TopicsFileReader:
+    """Reads `<data_dir>/config/topics.json` again whenever it changed, looking at most
+    every `check_interval_ms` (0: at every call)."""
+
+    def __init__(self, data_dir: Path, *, check_interval_ms: int) -> None:
+        self._path = data_dir / TOPICS_FILE
+        self._check_interval_ns = check_interval_ms * 1_000_000
+        self._checked_ns: int | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._current = EMPTY
+
+    def current(self) -> TopicsFile:
+        now_ns = time.monotonic_ns()
+        if self._checked_ns is not None and now_ns - self._checked_ns < self._check_interval_ns:
+            return self._current
+        self._checked_ns = now_ns
+        try:
+            status = os.stat(self._path)
+        except FileNotFoundError:
+            self._stamp, self._current = None, EMPTY
+            return EMPTY
+        stamp = (status.st_mtime_ns, status.st_size)
+        if stamp != self._stamp:
+            self._current = self._read()
+            self._stamp = stamp
+        return self._current
+
+    def _read(self) -> TopicsFile:
+        """The file is replaced whole (rename), so a read sees one version; a file that
+        cannot be parsed is treated as empty until its writer replaces it."""
+        try:
+            document = json.loads(self._path.read_text(encoding="utf-8"))
+            return TopicsFile(frozenset(document.get("topics", {})),
+                              frozenset(document.get("deleted", [])))
+        except (OSError, ValueError, AttributeError, TypeError):
+            return EMPTY
