@@ -78,6 +78,8 @@ class Supervisor:
         for name in SERVICES:
             environment[f"MQSTORE_{name.upper()}__HOST"] = self.options.host
             environment[f"MQSTORE_{name.upper()}__PORT"] = str(self.options.ports[name])
+        # The writer's replication listener (any free port) binds where the services do.
+        environment["MQSTORE_REPLICATION__HOST"] = self.options.host
         if "remoting" in self.options.ports:
             reachable = "127.0.0.1" if self.options.host in ("0.0.0.0", "") else \
                 self.options.host

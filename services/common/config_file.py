@@ -45,8 +45,10 @@ EVENT_LOOPS = ("uvloop", "asyncio")
 class ServiceSettings:
     """What every service has: where it listens, how long it drains, how much it logs."""
 
-    host: str = "0.0.0.0"
-    """Listen address.  All interfaces: in a pod the probes and Prometheus come from outside."""
+    host: str = "127.0.0.1"
+    """Listen address.  Loopback unless told otherwise: a service started by hand answers no
+    other machine until its config says so.  In a pod the probes and Prometheus come from
+    outside, so the operator's config file sets 0.0.0.0 (operator/config_map.py)."""
 
     port: int = 0
     """Listen port; 0 lets the OS choose (tests).  The `listening` log line names it."""

@@ -26,8 +26,10 @@ KIB = 1 << 10
 class ReplicationSettings:
     """The writer's replication endpoint and bounds (services/writer/replication_*.py)."""
 
-    host: str = "0.0.0.0"
-    """Where a master listens for followers (they connect from other pods)."""
+    host: str = "127.0.0.1"
+    """Where a master listens for followers.  Loopback unless told otherwise, as every
+    listener: followers on other machines need an address set here (`mqstore up --host`
+    sets it; the operator's config file sets 0.0.0.0, followers being other pods)."""
 
     port: int = 0
     """Where a master serves followers.  0 (default): any free port, named in the
