@@ -9,17 +9,21 @@ The same processes the containers of a Broker pod run, with the same config file
 overrides.  The notifier also serves the RocketMQ remoting protocol (`ports["remoting"]`,
 9876: name server and broker on one port), forwarding sends to the writer's forward port
 (`ports["forward"]`, 8085); the records' STOREHOST, which routes name, is set to the
-remoting address.  `up` supervises them: it waits until each answers /readyz, prints the URLs, and
-restarts one that dies (after `restart_backoff_ms`, doubling to `restart_backoff_max_ms`),
-because every service recovers from its files on start.  Ctrl-C or SIGTERM stops them in the
-order that loses nothing: notifier (no more reads), writer (drains, flushes), then the indexer
-(dispatches up to the writer's final positions).
+remoting address.  Every listener binds `--host` (127.0.0.1 by default).  Without `--config`,
+`up` keeps a replication secret in the data directory (`replication-secret`, made once,
+mode 0600) and points the writer at it: a follower elsewhere proves it holds a copy of that
+file before the writer streams it a byte.  `up` supervises them: it waits until each answers
+/readyz, prints the URLs, and restarts one that dies (after `restart_backoff_ms`, doubling to
+`restart_backoff_max_ms`), because every service recovers from its files on start.  Ctrl-C
+or SIGTERM stops them in the order that loses nothing: notifier (no more reads), writer
+(drains, flushes), then the indexer (dispatches up to the writer's final positions).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -36,6 +40,9 @@ SERVICES = ("writer", "indexer", "notifier")
 UP_PORTS = {"writer": 8081, "indexer": 8082, "notifier": 8083, "remoting": 9876, "forward": 8085}
 """Default ports: the three services' HTTP, the notifier's RocketMQ remoting front (RocketMQ's
 name-server port) and the writer's listener for the sends the front forwards."""
+REPLICATION_SECRET_FILE = "replication-secret"
+"""Made by `up` in the data directory when no config file names a secret."""
+REPLICATION_SECRET_SIZE_BYTES = 32
 STOP_ORDER = ("notifier", "writer", "indexer")
 START_ORDER = ("indexer", "writer", "notifier")
 
@@ -80,6 +87,9 @@ class Supervisor:
             environment[f"MQSTORE_{name.upper()}__PORT"] = str(self.options.ports[name])
         # The writer's replication listener (any free port) binds where the services do.
         environment["MQSTORE_REPLICATION__HOST"] = self.options.host
+        if self._owns_config and "MQSTORE_REPLICATION__SECRET_FILE" not in environment:
+            environment["MQSTORE_REPLICATION__SECRET_FILE"] = str(
+                replication_secret(self.options.data_dir))
         if "remoting" in self.options.ports:
             reachable = "127.0.0.1" if self.options.host in ("0.0.0.0", "") else \
                 self.options.host
@@ -161,6 +171,18 @@ class Supervisor:
         if self._owns_config:
             self._config_path.unlink(missing_ok=True)
         return codes
+
+
+def replication_secret(data_dir: Path) -> Path:
+    """`data_dir`'s replication secret file, made on first use (random, owner-only)."""
+    path = data_dir / REPLICATION_SECRET_FILE
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path
+    with os.fdopen(descriptor, "w") as file:
+        file.write(secrets.token_hex(REPLICATION_SECRET_SIZE_BYTES) + "\n")
+    return path
 
 
 def _ready(url: str) -> bool:

@@ -3,6 +3,9 @@
 It runs on the writer's event loop, beside the HTTP app, on its own port.  Per follower, one
 `FollowerSession` (an asyncio protocol, no task per connection):
 
+    handshake      send a nonce; the follower must prove the replication secret within
+                   `handshake_timeout_ms`, or it is closed having received nothing else
+                   (services/writer/replication_handshake.py); the master proves it back
     connect        wait for the first report: where the follower's log ends (0: empty)
     stream         frames of whole records from there, `batch_bytes_max` at most each,
                    until nothing is readable; then wait for the store's "readable" wakeup
@@ -30,10 +33,17 @@ import threading
 import time
 import typing
 
-from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
 from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
 from mqstore.storage.replication.replica_sync import ReplicaProgress
 
+from .replication_handshake import (
+    FOLLOWER_PROOF,
+    HandshakeError,
+    check_follower,
+    encode_hello,
+    new_nonce,
+)
 from .replication_protocol import ProtocolError, ReportReader, encode_frame_head
 
 log = logging.getLogger("mqstore.writer.replication")
@@ -52,6 +62,7 @@ class ReplicationServer:
 
     def __init__(self, settings: ReplicationSettings) -> None:
         self.settings = settings
+        self.secret = load_secret(settings, link_host=settings.host)
         self.sessions: set[FollowerSession] = set()
         self.bytes_sent_total = 0
         self._server: asyncio.Server | None = None
@@ -122,6 +133,11 @@ class FollowerSession(asyncio.Protocol):
         self._closing = False
         self._last_report_s = self._last_send_s = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
+        self._master_nonce = new_nonce()
+        self._handshake = bytearray()
+        self.authenticated = False
+        """The follower proved the secret; until then it gets no log byte and confirms
+        nothing, and `handshake_timeout_ms` closes it."""
 
     # -- connection ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -137,7 +153,17 @@ class FollowerSession(asyncio.Protocol):
         high = WRITE_BUFFER_BATCHES * self._settings.batch_bytes_max
         transport.set_write_buffer_limits(high=high, low=high // 2)
         self._server.sessions.add(self)
-        self._arm_timer()
+        transport.write(encode_hello(self._master_nonce))
+        self._timer = asyncio.get_running_loop().call_later(
+            self._settings.handshake_timeout_ms / 1000, self._handshake_expired)
+
+    def _handshake_expired(self) -> None:
+        if not self.authenticated:
+            log.warning("follower refused: no proof of the replication secret within "
+                        "handshake_timeout_ms", extra={
+                            "follower": self.name,
+                            "handshake_timeout_ms": self._settings.handshake_timeout_ms})
+            self.close("handshake timeout")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -145,6 +171,8 @@ class FollowerSession(asyncio.Protocol):
             self._timer.cancel()
         if self in self._server.sessions:
             self._server.sessions.discard(self)
+            if not self.authenticated:
+                return
             self._server.progress.disconnect(self.name)
             log.info("follower disconnected", extra={
                 "follower": self.name, "position": self.next_position,
@@ -161,6 +189,10 @@ class FollowerSession(asyncio.Protocol):
 
     # -- reports -------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
+        if not self.authenticated:
+            data = self._authenticate(data)
+            if not data:
+                return
         try:
             position = self._reports.feed(data)
         except ProtocolError as error:
@@ -177,6 +209,30 @@ class FollowerSession(asyncio.Protocol):
                        f"{self._replication.written_position}")
             return
         self._server.progress.confirm(self.name, position)
+
+    def _authenticate(self, data: bytes) -> bytes:
+        """Collect the follower's proof; return what came after it (its first report)."""
+        if self._closing:
+            return b""
+        needed = FOLLOWER_PROOF.size - len(self._handshake)
+        self._handshake += data[:needed]
+        if len(self._handshake) < FOLLOWER_PROOF.size:
+            return b""
+        assert self._transport is not None
+        try:
+            answer = check_follower(self._server.secret, self._master_nonce,
+                                    bytes(self._handshake))
+        except HandshakeError as error:
+            log.warning("follower refused", extra={"follower": self.name, "error": str(error)})
+            self.close(str(error))
+            return b""
+        self.authenticated = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._transport.write(answer)
+        self._last_report_s = time.monotonic()
+        self._arm_timer()
+        return data[needed:]
 
     def _start(self, reported: int) -> None:
         try:

@@ -49,9 +49,9 @@ def test_up_binds_every_listener_of_every_service_to_its_host(tmp_path: Path) ->
     ports = {name: free_port() for name in ("writer", "indexer", "notifier", "remoting",
                                               "forward")}
     said: list[str] = []
+    (tmp_path / "data").mkdir()
     supervisor = Supervisor(UpOptions(data_dir=tmp_path / "data", ports=ports,
                                       host="127.0.0.1"), say=said.append)
-    (tmp_path / "data").mkdir()
     try:
         supervisor.start()
         listeners = {name: listening_addresses(child.process.pid)
