@@ -17,7 +17,6 @@ from mqstore.services.common.replication_settings import (
 )
 from mqstore.services.up import Supervisor, UpOptions
 from mqstore.services.writer.replication_follower import ReplicationClient
-from mqstore.services.writer.replication_master import ReplicationServer
 from mqstore.services.writer.replication_handshake import (
     FOLLOWER_PROOF,
     HandshakeError,
@@ -27,6 +26,7 @@ from mqstore.services.writer.replication_handshake import (
     follower_answer,
     new_nonce,
 )
+from mqstore.services.writer.replication_master import ReplicationServer
 from mqstore.storage import BrokerRole, ConfigError, MessageStore
 from tests.conftest import small_config
 from tests.services.serving import run
