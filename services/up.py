@@ -25,6 +25,7 @@ import dataclasses
 import os
 import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.common.config_file import ENV_DATA_DIR, NotifierSettings, load_config
+from mqstore.services.common.tls_settings import client_context
 
 SERVICES = ("writer", "indexer", "notifier")
 UP_PORTS = {"writer": 8081, "indexer": 8082, "notifier": 8083, "remoting": 9876, "forward": 8085}
@@ -75,9 +77,14 @@ class Supervisor:
         self._config_path = options.config or _minimal_config(options.data_dir)
         self._owns_config = options.config is None
         self._stopping = False
+        # With a `tls` section every listener speaks only TLS: URLs and readiness follow.
+        tls = load_config(self._config_path,
+                          environ={**os.environ, ENV_DATA_DIR: str(options.data_dir)}).tls
+        self._scheme = "https" if tls.enabled else "http"
+        self._ready_ssl = client_context(tls, host="127.0.0.1")
 
     def url(self, name: str) -> str:
-        return f"http://{self.options.host}:{self.options.ports[name]}"
+        return f"{self._scheme}://{self.options.host}:{self.options.ports[name]}"
 
     def _environment(self) -> dict[str, str]:
         environment = dict(os.environ)
@@ -132,7 +139,7 @@ class Supervisor:
             if child.process.poll() is not None:
                 raise RuntimeError(f"{name} exited with status {child.process.returncode} "
                                    f"while starting (its log is above)")
-            if _ready(self.url(name)):
+            if _ready(self.url(name), self._ready_ssl):
                 return
             time.sleep(0.05)
         raise RuntimeError(f"{name} did not become ready within "
@@ -185,9 +192,9 @@ def replication_secret(data_dir: Path) -> Path:
     return path
 
 
-def _ready(url: str) -> bool:
+def _ready(url: str, context: ssl.SSLContext | None) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/readyz", timeout=1) as response:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=1, context=context) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False

@@ -33,6 +33,7 @@ from mqstore.storage.config_text import coerce_text
 from .config_values import field_types, from_yaml
 from .remoting_settings import RemotingSettings
 from .replication_settings import ReplicationSettings, check_role
+from .tls_settings import TlsSettings
 
 ENV_PREFIX = "MQSTORE_"
 ENV_DATA_DIR = "MQSTORE_DATA_DIR"
@@ -244,7 +245,7 @@ class NotifierSettings(ServiceSettings):
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
                                   "indexer": IndexerSettings, "notifier": NotifierSettings,
                                   "replication": ReplicationSettings,
-                                  "remoting": RemotingSettings}
+                                  "remoting": RemotingSettings, "tls": TlsSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -258,6 +259,7 @@ class ServiceConfig:
     notifier: NotifierSettings
     replication: ReplicationSettings = dataclasses.field(default_factory=ReplicationSettings)
     remoting: RemotingSettings = dataclasses.field(default_factory=RemotingSettings)
+    tls: TlsSettings = dataclasses.field(default_factory=TlsSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 

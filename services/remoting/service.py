@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
@@ -35,7 +36,7 @@ log = logging.getLogger("mqstore.remoting")
 
 class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
-                 *, queue_count_max: int) -> None:
+                 *, queue_count_max: int, ssl_context: ssl.SSLContext | None = None) -> None:
         self.held = HeldPulls(held_max=settings.held_pulls_max)
         self.front = Front(
             view=view, settings=settings, store_config=view.config,
@@ -46,7 +47,7 @@ class RemotingFront:
                                 lock_expiry_ms=settings.lock_expiry_ms,
                                 clients_max=settings.clients_max),
             held=self.held, link=WriterLink(settings))
-        self.server = RemotingServer(self.front)
+        self.server = RemotingServer(self.front, ssl_context=ssl_context)
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self) -> int:

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import ssl
 import time
 import typing
 
@@ -59,8 +60,11 @@ class FollowerState:
 
 
 class ReplicationClient:
-    def __init__(self, store: MessageStore, settings: ReplicationSettings) -> None:
+    def __init__(self, store: MessageStore, settings: ReplicationSettings, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         assert not store.config.role.is_master
+        self._ssl = ssl_context
+        """TLS to the master, verifying its certificate (services/common/tls_settings.py)."""
         self.store = store
         self.settings = settings
         self.state = FollowerState(master=settings.master)
@@ -80,7 +84,7 @@ class ReplicationClient:
             try:
                 _, protocol = await asyncio.wait_for(
                     loop.create_connection(lambda: MasterConnection(self), self._host,
-                                           self._port),
+                                           self._port, ssl=self._ssl),
                     settings.connect_timeout_ms / 1000)
             except (OSError, TimeoutError) as error:
                 self._failed(f"connecting to {self.settings.master}: {error!r}")

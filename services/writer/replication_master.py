@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import time
 import typing
@@ -60,8 +61,11 @@ class ReplicationServer:
     store: MessageStore
     progress: ReplicaProgress
 
-    def __init__(self, settings: ReplicationSettings) -> None:
+    def __init__(self, settings: ReplicationSettings, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.settings = settings
+        self._ssl = ssl_context
+        """TLS on the listener: followers connect with TLS or are refused."""
         self.secret = load_secret(settings, link_host=settings.host)
         self.sessions: set[FollowerSession] = set()
         self.bytes_sent_total = 0
@@ -82,15 +86,26 @@ class ReplicationServer:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         try:
-            self._server = await self._loop.create_server(
-                lambda: FollowerSession(self), self.settings.host, self.settings.port)
+            self._server = await self._listen()
         except OSError as error:
             raise ConfigError(f"replication: cannot listen on {self.settings.host}:"
                               f"{self.settings.port}: {error.strerror}") from None
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("replication listening", extra={"host": self.settings.host, "port": self.port,
+                                                 "tls": self._ssl is not None,
                                                  "role": self.store.config.role.value})
         return self.port
+
+    async def _listen(self) -> asyncio.Server:
+        assert self._loop is not None
+        settings = self.settings
+        if self._ssl is None:
+            return await self._loop.create_server(lambda: FollowerSession(self),
+                                                  settings.host, settings.port)
+        # The TLS handshake counts against handshake_timeout_ms too.
+        return await self._loop.create_server(
+            lambda: FollowerSession(self), settings.host, settings.port, ssl=self._ssl,
+            ssl_handshake_timeout=settings.handshake_timeout_ms / 1000)
 
     def notify(self) -> None:
         """The store's readable-bytes wakeup, from any thread: stream to every session on
