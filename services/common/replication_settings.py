@@ -84,10 +84,10 @@ class ReplicationSettings:
     `master`, is anything else refuses to start (the writer, when its replication starts)."""
 
     handshake_timeout_ms: int = 5000
-    """A connection that has not proven the secret by then is closed (the TLS handshake, if
-    any, counts too): an unauthenticated socket holds one of `followers_max` for at most
-    this long.  One round trip and two HMACs take well under a millisecond on a LAN; 5 s
-    leaves room for a loaded node and a TLS handshake."""
+    """A connection that has not proven the secret by then is closed, so an unauthenticated
+    socket holds one of `followers_max` for at most this long (with TLS, its handshake gets
+    as long again before that).  One round trip and two HMACs take well under a millisecond
+    on a LAN; 5 s leaves room for a loaded node."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
