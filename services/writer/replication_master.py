@@ -102,7 +102,7 @@ class ReplicationServer:
         if self._ssl is None:
             return await self._loop.create_server(lambda: FollowerSession(self),
                                                   settings.host, settings.port)
-        # The TLS handshake counts against handshake_timeout_ms too.
+        # A TLS handshake gets handshake_timeout_ms of its own, before the proof does.
         return await self._loop.create_server(
             lambda: FollowerSession(self), settings.host, settings.port, ssl=self._ssl,
             ssl_handshake_timeout=settings.handshake_timeout_ms / 1000)
