@@ -25,6 +25,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -76,22 +77,29 @@ class MqstoreServices:
 
     `store` and `writer` are the config file's sections (StoreConfig fields, WriterSettings);
     every service listens on a free port of 127.0.0.1, logs at warning level to a file in the
-    temporary directory (shown if it fails to start) and runs on `event_loop`.
+    temporary directory (shown if it fails to start) and runs on `event_loop`.  `tls`: the
+    config file's `tls` section (TlsSettings); the URLs are then https and `ssl_context`
+    trusts its `ca_file`.
     """
 
     def __init__(self, names: Sequence[str] = START_ORDER, *, store: Mapping[str, Any],
-                 writer: Mapping[str, Any] | None = None, event_loop: str = "uvloop") -> None:
+                 writer: Mapping[str, Any] | None = None, event_loop: str = "uvloop",
+                 tls: Mapping[str, str] | None = None) -> None:
         assert set(names) <= set(START_ORDER), names
         self.names = [name for name in START_ORDER if name in names]
         self._store = dict(store)
         self._writer = dict(writer or {})
         self._event_loop = event_loop
+        self._tls = dict(tls or {})
+        self.ssl_context = ssl.create_default_context(cafile=self._tls["ca_file"]) \
+            if self._tls else None
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._ports: dict[str, int] = {}
         self._directory: Path | None = None
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self._ports[name]}"
+        scheme = "https" if self._tls else "http"
+        return f"{scheme}://127.0.0.1:{self._ports[name]}"
 
     @property
     def remoting_address(self) -> str:
@@ -116,6 +124,8 @@ class MqstoreServices:
                   "remoting": {"host": "127.0.0.1", "port": self._ports["remoting"],
                                "writer_address": f"127.0.0.1:{self._ports['forward']}"}}
         config["writer"].setdefault("forward_port", self._ports["forward"])
+        if self._tls:
+            config["tls"] = self._tls
         config["store"] = {"store_host": f"127.0.0.1:{self._ports['remoting']}",
                            **config["store"]}
         path = self._directory / "mqstore.yaml"
@@ -141,7 +151,8 @@ class MqstoreServices:
                 log = (self._directory / f"{name}.log").read_text()[-3000:]
                 raise RuntimeError(f"mqstore {name} exited while starting:\n{log}")
             with contextlib.suppress(urllib.error.URLError, OSError), \
-                    urllib.request.urlopen(f"{self.url(name)}/readyz", timeout=1) as answer:
+                    urllib.request.urlopen(f"{self.url(name)}/readyz", timeout=1,
+                                           context=self.ssl_context) as answer:
                 if answer.status == 200:
                     return
             time.sleep(0.05)

@@ -12,6 +12,9 @@ import yaml
 from . import names
 from .spec import BrokerSpec, store_settings
 
+LISTEN_ALL = "0.0.0.0"
+"""The pods' listen address (the services' own default is 127.0.0.1)."""
+
 CONFIG_HASH_LENGTH = 16
 """Hex digits of sha256 kept: 64 bits, no collision among a broker's config versions."""
 
@@ -21,16 +24,21 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
     network namespace, so the notifier reaches the indexer's notice stream on 127.0.0.1.
     Pod 0's writer runs as the master (store.role), every other pod's follows it: the
     writer compares its host name with the master address (`role_by_hostname`), so the
-    file does not change with the number of pods and scaling rolls nothing."""
+    file does not change with the number of pods and scaling rolls nothing.
+    Every listener binds all interfaces (`LISTEN_ALL`): the services default to loopback,
+    and in a pod the probes, Prometheus, clients and followers all come from outside (the
+    writer's forward listener stays on loopback: only the pod's own notifier uses it)."""
     return {
         "data_dir": names.DATA_DIR,
         "store": store_settings(spec),
-        "replication": {"port": names.REPLICATION_PORT, "role_by_hostname": True,
+        "replication": {"host": LISTEN_ALL, "port": names.REPLICATION_PORT,
+                        "role_by_hostname": True,
                         "master": names.master_address(broker_name, namespace)},
-        "writer": {"port": names.WRITER_PORT},
-        "indexer": {"port": names.INDEXER_PORT},
-        "notifier": {"port": names.NOTIFIER_PORT,
+        "writer": {"host": LISTEN_ALL, "port": names.WRITER_PORT},
+        "indexer": {"host": LISTEN_ALL, "port": names.INDEXER_PORT},
+        "notifier": {"host": LISTEN_ALL, "port": names.NOTIFIER_PORT,
                      "indexer_url": f"http://127.0.0.1:{names.INDEXER_PORT}"},
+        "remoting": {"host": LISTEN_ALL},
     }
 
 

@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--data", type=Path, required=True, help="the store directory")
     up.add_argument("--config", type=Path, default=None,
                     help="the services' YAML config file (default: only --data)")
-    up.add_argument("--host", default="127.0.0.1", help="listen address of all three")
+    up.add_argument("--host", default="127.0.0.1", help="listen address of every listener")
     for name, port in UP_PORTS.items():
         up.add_argument(f"--{name}-port", type=_port, default=port,
                         help=f"the {name}'s port (default {port})")

@@ -9,18 +9,23 @@ The same processes the containers of a Broker pod run, with the same config file
 overrides.  The notifier also serves the RocketMQ remoting protocol (`ports["remoting"]`,
 9876: name server and broker on one port), forwarding sends to the writer's forward port
 (`ports["forward"]`, 8085); the records' STOREHOST, which routes name, is set to the
-remoting address.  `up` supervises them: it waits until each answers /readyz, prints the URLs, and
-restarts one that dies (after `restart_backoff_ms`, doubling to `restart_backoff_max_ms`),
-because every service recovers from its files on start.  Ctrl-C or SIGTERM stops them in the
-order that loses nothing: notifier (no more reads), writer (drains, flushes), then the indexer
-(dispatches up to the writer's final positions).
+remoting address.  Every listener binds `--host` (127.0.0.1 by default).  Without `--config`,
+`up` keeps a replication secret in the data directory (`replication-secret`, made once,
+mode 0600) and points the writer at it: a follower elsewhere proves it holds a copy of that
+file before the writer streams it a byte.  `up` supervises them: it waits until each answers
+/readyz, prints the URLs, and restarts one that dies (after `restart_backoff_ms`, doubling to
+`restart_backoff_max_ms`), because every service recovers from its files on start.  Ctrl-C
+or SIGTERM stops them in the order that loses nothing: notifier (no more reads), writer
+(drains, flushes), then the indexer (dispatches up to the writer's final positions).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -30,12 +35,16 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.common.config_file import ENV_DATA_DIR, NotifierSettings, load_config
+from mqstore.services.common.tls_settings import client_context
 
 SERVICES = ("writer", "indexer", "notifier")
 UP_PORTS = {"writer": 8081, "indexer": 8082, "notifier": 8083, "remoting": 9876, "forward": 8085}
 """Default ports: the three services' HTTP, the notifier's RocketMQ remoting front (RocketMQ's
 name-server port) and the writer's listener for the sends the front forwards."""
+REPLICATION_SECRET_FILE = "replication-secret"
+"""Made by `up` in the data directory when no config file names a secret."""
+REPLICATION_SECRET_SIZE_BYTES = 32
 STOP_ORDER = ("notifier", "writer", "indexer")
 START_ORDER = ("indexer", "writer", "notifier")
 
@@ -68,9 +77,14 @@ class Supervisor:
         self._config_path = options.config or _minimal_config(options.data_dir)
         self._owns_config = options.config is None
         self._stopping = False
+        # With a `tls` section every listener speaks only TLS: URLs and readiness follow.
+        tls = load_config(self._config_path,
+                          environ={**os.environ, ENV_DATA_DIR: str(options.data_dir)}).tls
+        self._scheme = "https" if tls.enabled else "http"
+        self._ready_ssl = client_context(tls, host="127.0.0.1")
 
     def url(self, name: str) -> str:
-        return f"http://{self.options.host}:{self.options.ports[name]}"
+        return f"{self._scheme}://{self.options.host}:{self.options.ports[name]}"
 
     def _environment(self) -> dict[str, str]:
         environment = dict(os.environ)
@@ -78,6 +92,11 @@ class Supervisor:
         for name in SERVICES:
             environment[f"MQSTORE_{name.upper()}__HOST"] = self.options.host
             environment[f"MQSTORE_{name.upper()}__PORT"] = str(self.options.ports[name])
+        # The writer's replication listener (any free port) binds where the services do.
+        environment["MQSTORE_REPLICATION__HOST"] = self.options.host
+        if self._owns_config and "MQSTORE_REPLICATION__SECRET_FILE" not in environment:
+            environment["MQSTORE_REPLICATION__SECRET_FILE"] = str(
+                replication_secret(self.options.data_dir))
         if "remoting" in self.options.ports:
             reachable = "127.0.0.1" if self.options.host in ("0.0.0.0", "") else \
                 self.options.host
@@ -120,7 +139,7 @@ class Supervisor:
             if child.process.poll() is not None:
                 raise RuntimeError(f"{name} exited with status {child.process.returncode} "
                                    f"while starting (its log is above)")
-            if _ready(self.url(name)):
+            if _ready(self.url(name), self._ready_ssl):
                 return
             time.sleep(0.05)
         raise RuntimeError(f"{name} did not become ready within "
@@ -161,9 +180,21 @@ class Supervisor:
         return codes
 
 
-def _ready(url: str) -> bool:
+def replication_secret(data_dir: Path) -> Path:
+    """`data_dir`'s replication secret file, made on first use (random, owner-only)."""
+    path = data_dir / REPLICATION_SECRET_FILE
     try:
-        with urllib.request.urlopen(f"{url}/readyz", timeout=1) as response:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path
+    with os.fdopen(descriptor, "w") as file:
+        file.write(secrets.token_hex(REPLICATION_SECRET_SIZE_BYTES) + "\n")
+    return path
+
+
+def _ready(url: str, context: ssl.SSLContext | None) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=1, context=context) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False

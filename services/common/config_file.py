@@ -4,7 +4,7 @@
     store:                              # exactly the StoreConfig fields (storage/config.py)
       segment_size_bytes: 1073741824
       flush_mode: sync                  # enums by value
-    writer:                             # WriterSettings below
+    writer:                             # WriterSettings (service_settings.py)
       port: 8081
     indexer: {port: 8082}
     notifier: {port: 8083}
@@ -34,258 +34,21 @@ from mqstore.storage.config_text import coerce_text
 from .config_values import field_types, from_yaml
 from .remoting_settings import RemotingSettings
 from .replication_settings import ReplicationSettings, check_role
+from .service_settings import IndexerSettings, NotifierSettings, ServiceSettings, WriterSettings
+from .tls_settings import TlsSettings
 from .topics_settings import TopicsSettings
+
+__all__ = ["ENV_DATA_DIR", "SECTIONS", "IndexerSettings", "NotifierSettings", "ServiceConfig",
+           "ServiceSettings", "WriterSettings", "load_config"]
 
 ENV_PREFIX = "MQSTORE_"
 ENV_DATA_DIR = "MQSTORE_DATA_DIR"
-MIB = 1 << 20
-LOG_LEVELS = ("debug", "info", "warning", "error")
-EVENT_LOOPS = ("uvloop", "asyncio")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ServiceSettings:
-    """What every service has: where it listens, how long it drains, how much it logs."""
-
-    host: str = "0.0.0.0"
-    """Listen address.  All interfaces: in a pod the probes and Prometheus come from outside."""
-
-    port: int = 0
-    """Listen port; 0 lets the OS choose (tests).  The `listening` log line names it."""
-
-    shutdown_timeout_ms: int = 10_000
-    """On SIGTERM: how long in-flight requests may run after the listener closed.  Well under
-    Kubernetes' 30 s termination grace, which must also cover the store's final flush."""
-
-    log_level: str = "info"
-    """One of debug, info, warning, error."""
-
-    event_loop: str = "uvloop"
-    """uvloop or asyncio.  With uvloop the writer spent 25–30% less CPU per single-message
-    request (93 vs 130 µs async flush, 156 vs 203 µs sync; bench/http_produce.py), and about
-    the same per message of 256-message batches (7–8 µs, where the store's put dominates).
-    asyncio remains for debugging with the standard loop's tools."""
-
-    header_read_timeout_ms: int = 10_000
-    """From a connection's first byte (or a request's first byte after the previous answer)
-    until its request line and headers are complete; then 408 and the connection closes.
-    A client on a slow link sends a few hundred bytes of headers in well under 1 s; 10 s
-    leaves room for a stalled mobile link while a stalled client still lets its socket go."""
-
-    body_read_timeout_ms: int = 30_000
-    """The whole request body must arrive within this once the handler reads it; then 408
-    and the connection closes, freeing the request's admission slot.  8 MiB (the writer's
-    largest body) in 30 s needs 280 KB/s; a client slower than that sends smaller batches."""
-
-    json_depth_max: int = 32
-    """Deepest nesting of arrays and objects a JSON body may have; deeper answers 400 before
-    it is parsed.  The deepest body the APIs define is 4 levels (a batch's message's
-    properties object); Python's parser would fail with RecursionError near 1,000."""
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise ConfigError(f"port={self.port} must be in 0..65535")
-        for name in ("shutdown_timeout_ms", "header_read_timeout_ms", "body_read_timeout_ms",
-                     "json_depth_max"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
-        if self.log_level not in LOG_LEVELS:
-            raise ConfigError(f"log_level={self.log_level!r} must be one of "
-                              f"{', '.join(LOG_LEVELS)}")
-        if self.event_loop not in EVENT_LOOPS:
-            raise ConfigError(f"event_loop={self.event_loop!r} must be one of "
-                              f"{', '.join(EVENT_LOOPS)}")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WriterSettings(ServiceSettings):
-    """The commitlog-writer's HTTP bounds (see services/writer)."""
-
-    port: int = 8081
-
-    request_body_size_bytes_max: int = 8 * MIB
-    """Largest request body read into memory.  8 MiB carries one 4 MiB body as base64 JSON,
-    or a binary batch of 8,000 messages of 1 KiB; larger requests get 413 before any read."""
-
-    batch_messages_max: int = 10_000
-    """Messages per batch request.  Bounds the reply: 10,000 JSON results are about 1.5 MB."""
-
-    topic_queue_count: int = 8
-    """Queues per topic (RocketMQ `defaultTopicQueueNums`): a message without a queue id goes
-    to the next of 0..N-1 round robin, and an explicit queue id must be below N (each queue
-    is a directory and a consume queue file, so clients must not create them at will)."""
-
-    retry_after_s: int = 1
-    """Retry-After of a 503 (busy store).  HTTP counts in whole seconds; 1 s is the least
-    that is not "now", and a pool buffer or the put lock frees well within it."""
-
-    access_log_enabled: bool = False
-    """One log line per request.  Off: at 10k requests/s it would cost more than the put."""
-
-    put_requests_in_flight_max: int = 4096
-    """Put requests served at once (most wait for a group commit under sync flush); one
-    more gets 503 SYSTEM_BUSY with Retry-After before its body is read.  RocketMQ bounds
-    the same queue at 10,000 (`sendThreadPoolQueueCapacity`)."""
-
-    put_requests_per_client_max: int = 1024
-    """Put requests one client (remote address) may have in flight; one more gets 429
-    SYSTEM_BUSY with Retry-After before its body is read.  A quarter of
-    `put_requests_in_flight_max`: one client that stalls its requests cannot take every slot
-    from the others (over `put_requests_in_flight_max` it is that).  Behind a proxy every
-    client shares its address: raise it there."""
-
-    forward_enabled: bool = True
-    """Serve the forward listener: the remoting front's sends, RocketMQ-encoded, over one
-    persistent connection (services/writer/forward_server.py)."""
-
-    forward_host: str = "127.0.0.1"
-    """The forward listener's address.  Loopback: the front runs in the notifier container
-    of the same pod (or under `mqstore up` on the same machine), and the listener takes
-    writes without any check, so it is not offered to the network unless asked."""
-
-    forward_port: int = 8085
-    """The forward listener's port (0: any free port, named in its log line)."""
-
-    forward_frame_size_bytes_max: int = 16 * MIB
-    """Largest forwarded send read: the front's own frame bound (a batch of 4 MiB bodies)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
-                     "retry_after_s", "put_requests_in_flight_max",
-                     "put_requests_per_client_max", "forward_frame_size_bytes_max"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
-        if not 0 <= self.forward_port <= 65535:
-            raise ConfigError(f"forward_port={self.forward_port} must be in 0..65535")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class IndexerSettings(ServiceSettings):
-    """The reput/indexer service (services/indexer): its notice stream's bounds."""
-
-    port: int = 8082
-
-    notice_batch_latency_ms: int = 2
-    """The most a notice waits to share a line with others: at high rates one line per 2 ms
-    carries every queue that moved; after a quiet spell a notice goes out at once."""
-
-    notice_subscriber_lines_max: int = 10_000
-    """Lines queued for one notifier; one that falls this far behind is disconnected (it
-    reconnects and starts from a fresh snapshot) instead of growing memory."""
-
-    notice_heartbeat_interval_ms: int = 1000
-    """A heartbeat line when nothing moved: lets a notifier tell a quiet stream from a dead
-    one."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("notice_batch_latency_ms", "notice_subscriber_lines_max",
-                     "notice_heartbeat_interval_ms"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class NotifierSettings(ServiceSettings):
-    """The pull-notifier service (services/notifier): long polling, notices, group offsets."""
-
-    port: int = 8083
-
-    indexer_url: str = "http://127.0.0.1:8082"
-    """Where the indexer serves `GET /v1/notices` (in a pod the containers share localhost).
-    Empty: no stream; held pulls then wake only on the `refresh_interval_ms` pass."""
-
-    pull_wait_ms_max: int = 30_000
-    """Longest `wait_ms` a pull may ask to be held.  RocketMQ's push consumer suspends for
-    15 s within a 30 s client timeout; longer holds only tie up sockets."""
-
-    held_requests_max: int = 1_000
-    """Pulls held at once; beyond it a pull that would wait gets 503 + Retry-After.  Each holds
-    a socket and a future: 1,000 stays under the common 1,024 open-files soft limit."""
-
-    held_requests_per_client_max: int = 100
-    """Pulls one client (remote address) may have held at once; beyond it a pull that would
-    wait gets 429 + Retry-After.  A tenth of `held_requests_max`: one client cannot hold
-    every slot (over `held_requests_max` it is that), and 100 held pulls cover a consumer
-    of 100 queues (one per queue)."""
-
-    groups_max: int = 10_000
-    """Consumer groups with an offsets file; a commit for a new group past it gets 409
-    GROUPS_FULL.  Each group is a file and a cached entry; RocketMQ keeps every group's
-    offsets in one file, so its bound is that file's size."""
-
-    group_offsets_file_bytes_max: int = 1 << 20
-    """Largest offsets file of one group; a commit that would grow it past this gets 413
-    GROUP_OFFSETS_TOO_LARGE.  About 20 bytes per queue: 1 MiB holds 50,000 queues' offsets."""
-
-    pull_messages_max: int = 256
-    """Largest `max_messages` of one pull or group poll: bounds one answer at about 350 KB
-    of JSON for 1 KiB bodies (a single queue's get is also capped by get_transfer_count_max)."""
-
-    group_poll_queue_share_min: int = 32
-    """A group poll reads up to at least this many messages from each queue it visits
-    (RocketMQ's `pullBatchSize`, 32), and the next poll of the topic goes on from the queue
-    after the last one it read.  With 600 queues and 256 messages, a share of one message
-    per queue made every message cost a whole queue read."""
-
-    refresh_interval_ms: int = 1_000
-    """How often the store view re-reads `dispatched` and `positions` and lists the queues: new
-    queues, files retention deleted, and (while the stream is down) new data."""
-
-    notice_silence_max_ms: int = 5_000
-    """A stream silent this long (no line, not even the 1 s heartbeat) is dropped and
-    reconnected: five missed heartbeats."""
-
-    notice_reconnect_initial_ms: int = 100
-    """First wait before reconnecting to the indexer; doubles per failure, with jitter."""
-
-    notice_reconnect_max_ms: int = 5_000
-    """Ceiling of that wait: an indexer restart (recovery of a few files) takes about this."""
-
-    notice_line_bytes_max: int = 16 * MIB
-    """Longest stream line read: a snapshot names every queue in ~50 bytes, so 16 MiB carries
-    over 300,000 queues."""
-
-    offsets_lock_timeout_ms: int = 5_000
-    """How long a group offsets commit waits for another replica's commit of the same group
-    (each holds the lock for one small write and two syncs); then 503."""
-
-    retry_after_s: int = 1
-    """Retry-After of a 503 (too many held pulls, offsets lock busy)."""
-
-    pull_from_follower_memory_ratio: float = 0.4
-    """RocketMQ `accessMessageInMemoryMaxRatio` (40): a pull whose newest message lies more
-    than this share of the machine's memory behind the log's end reads what the page cache
-    has likely dropped; its answer then says `suggest_pull_from_follower` (a follower's
-    notifier serves the same messages and spares the master's disk)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("pull_wait_ms_max", "held_requests_max", "held_requests_per_client_max",
-                     "groups_max", "group_offsets_file_bytes_max", "pull_messages_max",
-                     "group_poll_queue_share_min",
-                     "refresh_interval_ms", "notice_silence_max_ms",
-                     "notice_reconnect_initial_ms", "notice_reconnect_max_ms",
-                     "notice_line_bytes_max", "offsets_lock_timeout_ms", "retry_after_s"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
-        if not 0 < self.pull_from_follower_memory_ratio <= 1:
-            raise ConfigError(f"pull_from_follower_memory_ratio="
-                              f"{self.pull_from_follower_memory_ratio} must be in (0, 1]")
-        if self.notice_reconnect_initial_ms > self.notice_reconnect_max_ms:
-            raise ConfigError(f"notice_reconnect_initial_ms={self.notice_reconnect_initial_ms}"
-                              f" must not exceed notice_reconnect_max_ms="
-                              f"{self.notice_reconnect_max_ms}")
-        if self.indexer_url and not self.indexer_url.startswith(("http://", "https://")):
-            raise ConfigError(f"indexer_url={self.indexer_url!r} must be http://host:port "
-                              f"(or empty: no notice stream)")
-
 
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
                                   "indexer": IndexerSettings, "notifier": NotifierSettings,
                                   "replication": ReplicationSettings,
-                                  "remoting": RemotingSettings, "topics": TopicsSettings}
+                                  "remoting": RemotingSettings, "topics": TopicsSettings,
+                                  "tls": TlsSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -300,6 +63,7 @@ class ServiceConfig:
     replication: ReplicationSettings = dataclasses.field(default_factory=ReplicationSettings)
     remoting: RemotingSettings = dataclasses.field(default_factory=RemotingSettings)
     topics: TopicsSettings = dataclasses.field(default_factory=TopicsSettings)
+    tls: TlsSettings = dataclasses.field(default_factory=TlsSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import ssl
 from collections.abc import Callable, Mapping
 
 from aiohttp import web
@@ -47,19 +48,22 @@ async def stop_reason(failure: Callable[[], str | None], *, poll_interval_s: flo
 async def serve(app: web.Application, settings: ServiceSettings, *, log: logging.Logger,
                 details: Mapping[str, object], failure: Callable[[], str | None],
                 on_stopping: Callable[[], None] | None = None,
-                access_log: logging.Logger | None = None) -> None:
+                access_log: logging.Logger | None = None,
+                ssl_context: ssl.SSLContext | None = None) -> None:
     """Serve `app` until a signal or `failure()`: log "listening" (with the bound port and
     `details`), then "stopping" with the reason; `on_stopping` runs before in-flight requests
-    are given `shutdown_timeout_ms` to finish.  The caller closes its engine afterwards."""
+    are given `shutdown_timeout_ms` to finish.  The caller closes its engine afterwards.
+    `ssl_context`: serve only TLS (services/common/tls_settings.py)."""
     runner = GuardedRunner(app, header_read_timeout_ms=settings.header_read_timeout_ms,
                            shutdown_timeout=settings.shutdown_timeout_ms / 1000,
                            access_log=access_log)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.host, settings.port)
+        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
         await site.start()
         host, port = runner.addresses[0][:2]
-        log.info("listening", extra={"host": host, "port": port, **details})
+        log.info("listening", extra={"host": host, "port": port,
+                                     "tls": ssl_context is not None, **details})
         reason = await stop_reason(failure)
         log.info("stopping", extra={"reason": reason})
         if on_stopping is not None:

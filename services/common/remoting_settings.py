@@ -28,8 +28,9 @@ class RemotingSettings:
     enabled: bool = True
     """Serve the remoting protocol beside the notifier's HTTP API."""
 
-    host: str = "0.0.0.0"
-    """Listen address (in a pod clients come from outside)."""
+    host: str = "127.0.0.1"
+    """Listen address.  Loopback unless told otherwise (`mqstore up --host`, or 0.0.0.0 in
+    the operator's config file, where clients come from outside the pod)."""
 
     port: int = 9876
     """RocketMQ's name-server port: `setNamesrvAddr("host:9876")` works unchanged, and the

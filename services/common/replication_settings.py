@@ -6,6 +6,7 @@
       port: 8084                        # masters listen here for followers (default: any)
       master: broker-0.broker-headless:8084   # followers connect here
       role_by_hostname: true            # one file for every pod (below)
+      secret_file: /etc/mqstore/replication/secret   # both sides prove they hold it
 
 The role is the engine's (`store.role`, storage/roles.py); these are the network's settings.
 `role_by_hostname` lets one config file serve a StatefulSet: the writer whose host name is
@@ -16,18 +17,25 @@ follows `master`.  `mqstore writer --role R --master HOST:PORT` overrides both.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+from pathlib import Path
 
 from mqstore.storage import BrokerRole, ConfigError
 
 KIB = 1 << 10
+SECRET_SIZE_BYTES_MIN = 16
+"""A shorter secret could be guessed offline from one recorded handshake; 16 bytes is 128
+bits (`openssl rand -hex 32` writes 64 characters)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ReplicationSettings:
     """The writer's replication endpoint and bounds (services/writer/replication_*.py)."""
 
-    host: str = "0.0.0.0"
-    """Where a master listens for followers (they connect from other pods)."""
+    host: str = "127.0.0.1"
+    """Where a master listens for followers.  Loopback unless told otherwise, as every
+    listener: followers on other machines need an address set here (`mqstore up --host`
+    sets it; the operator's config file sets 0.0.0.0, followers being other pods)."""
 
     port: int = 0
     """Where a master serves followers.  0 (default): any free port, named in the
@@ -65,14 +73,28 @@ class ReplicationSettings:
     """A connection attempt that has not completed by then is given up and retried."""
 
     followers_max: int = 16
-    """Connections a master accepts at once; more are closed at once.  Each costs a copy of
-    every new byte on the master's event loop."""
+    """Connections a master accepts at once (those still in the handshake included); more
+    are closed at once.  Each costs a copy of every new byte on the master's event loop."""
+
+    secret_file: str = ""
+    """A file holding the secret shared by a master and its followers (at least 16 bytes;
+    trailing whitespace is ignored).  Each side proves it holds it before the master sends a
+    log byte (services/writer/replication_handshake.py).  Empty: allowed only on loopback,
+    where only local processes take part: a master whose `host`, or a follower whose
+    `master`, is anything else refuses to start (the writer, when its replication starts)."""
+
+    handshake_timeout_ms: int = 5000
+    """A connection that has not proven the secret by then is closed, so an unauthenticated
+    socket holds one of `followers_max` for at most this long (with TLS, its handshake gets
+    as long again before that).  One round trip and two HMACs take well under a millisecond
+    on a LAN; 5 s leaves room for a loaded node."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be in 0..65535")
         for name in ("batch_bytes_max", "heartbeat_interval_ms", "housekeeping_interval_ms",
-                     "reconnect_interval_ms", "connect_timeout_ms", "followers_max"):
+                     "reconnect_interval_ms", "connect_timeout_ms", "followers_max",
+                     "handshake_timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name}={value!r} must be a positive integer")
@@ -88,6 +110,40 @@ class ReplicationSettings:
     @property
     def master_address(self) -> tuple[str, int]:
         return parse_master(self.master)
+
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can connect to `host` (localhost, 127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_secret(settings: ReplicationSettings, *, link_host: str) -> bytes:
+    """The secret of `settings.secret_file`, or a ConfigError.  Without one: b"" if
+    `link_host` (a master's listen address, a follower's master) is loopback, where only
+    this machine takes part; a ConfigError otherwise.  Read when the writer starts its
+    replication side, so the indexer and notifier, which share the file, do not care."""
+    if not settings.secret_file:
+        if is_loopback(link_host):
+            return b""
+        raise ConfigError(f"replication.secret_file is empty and the replication link "
+                          f"{link_host!r} is not loopback: anyone who reaches it could "
+                          f"follow or serve a log; set secret_file (e.g. `openssl rand -hex "
+                          f"32 > FILE`, the same file on every replica), or use 127.0.0.1")
+    try:
+        secret = Path(settings.secret_file).read_bytes().rstrip()
+    except OSError as error:
+        raise ConfigError(f"replication.secret_file={settings.secret_file!r}: cannot read it: "
+                          f"{error.strerror}") from None
+    if len(secret) < SECRET_SIZE_BYTES_MIN:
+        raise ConfigError(f"replication.secret_file={settings.secret_file!r} holds "
+                          f"{len(secret)} bytes; at least {SECRET_SIZE_BYTES_MIN} are needed "
+                          f"(e.g. `openssl rand -hex 32 > FILE`)")
+    return secret
 
 
 def parse_master(text: str) -> tuple[str, int]:

@@ -18,6 +18,7 @@ from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
+from mqstore.services.common.tls_settings import server_context
 from mqstore.storage.dispatch.indexer import Indexer
 
 from .app import STATE, create_app
@@ -53,7 +54,7 @@ async def _serve(config: ServiceConfig) -> int:
             hub.close()
 
         await serve(app, settings, log=log, failure=lambda: indexer.failure,
-                    on_stopping=on_stopping,
+                    on_stopping=on_stopping, ssl_context=server_context(config.tls),
                     details={"data_dir": str(config.data_dir), "config": config.source})
     finally:
         indexer.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
@@ -73,11 +74,13 @@ METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 def create_app(view: StoreView, offsets: ConsumerOffsets,
                settings: NotifierSettings, *,
                remoting: RemotingFront | None = None,
-               topics: TopicTable | None = None) -> web.Application:
+               topics: TopicTable | None = None,
+               indexer_ssl: ssl.SSLContext | None = None) -> web.Application:
     """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
     stops with the app, and the notices wake its held pulls too.  `topics`: the process's
     topic table, shared with the front (default: one of the app's own, with the writer's
-    default queue count)."""
+    default queue count).  `indexer_ssl`: how the notice stream verifies an https indexer
+    (services/common/tls_settings.py)."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max,
                      held_per_client_max=settings.held_requests_per_client_max)
@@ -114,7 +117,7 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
     router.add_put("/v1/topics/{topic}", admin.create)
     router.add_delete("/v1/topics/{topic}", admin.delete)
-    app.cleanup_ctx.append(_background(feed, settings, state))
+    app.cleanup_ctx.append(_background(feed, settings, state, indexer_ssl))
     if remoting is not None:
         feed.add_held(remoting.held)
         app[REMOTING] = remoting
@@ -137,10 +140,12 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     return app
 
 
-def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState
+def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState,
+                indexer_ssl: ssl.SSLContext | None
                 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def background(app: web.Application) -> AsyncIterator[None]:
-        stream = NoticeStream(feed, settings) if settings.indexer_url else None
+        stream = NoticeStream(feed, settings, ssl_context=indexer_ssl) \
+            if settings.indexer_url else None
         state.stream = stream
         tasks = [asyncio.create_task(refresh_loop(feed, settings, stream), name="refresh")]
         if stream is not None:

@@ -25,6 +25,7 @@ import asyncio
 import json
 import logging
 import random
+import ssl
 from collections.abc import Iterable, Mapping
 
 import aiohttp
@@ -113,8 +114,10 @@ class NoticeStream:
     """Follows the indexer's stream until cancelled, reconnecting as the module says."""
 
     def __init__(self, feed: NoticeFeed, settings: NotifierSettings, *,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self._feed = feed
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
         self._settings = settings
         self._url = settings.indexer_url.rstrip("/") + "/v1/notices"
         self._rng = rng or random.Random()
@@ -143,7 +146,7 @@ class NoticeStream:
         """Read one stream to its end."""
         settings = self._settings
         silence_s = settings.notice_silence_max_ms / 1000
-        async with session.get(self._url) as response:
+        async with session.get(self._url, ssl=self._ssl) as response:
             if response.status != 200 or response.content_type != NDJSON_MEDIA_TYPE:
                 raise NoticeFormatError(f"GET {self._url} answered {response.status} "
                                         f"{response.content_type}")

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import urllib.parse
 
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.tls_settings import client_context, server_context
 from mqstore.storage import ConfigError
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
@@ -51,6 +53,11 @@ def front_settings(config: ServiceConfig) -> RemotingSettings:
 
 async def _serve(config: ServiceConfig) -> int:
     settings = config.notifier
+    if config.tls.enabled and settings.indexer_url.startswith("http://"):
+        raise ConfigError(f"{config.source}: notifier.indexer_url={settings.indexer_url!r} "
+                          f"must be https:// with tls on (the indexer serves only TLS)")
+    tls = server_context(config.tls)
+    indexer_host = urllib.parse.urlsplit(settings.indexer_url).hostname or ""
     view = StoreView.open(config.data_dir, config.store)
     try:
         offsets = ConsumerOffsets(config.data_dir,
@@ -65,10 +72,12 @@ async def _serve(config: ServiceConfig) -> int:
         topics = TopicTable(view.directory, queue_count_max=config.writer.topic_queue_count,
                             topics_max=front.topics_max, on_disk=view.topics)
         remoting = RemotingFront(view, offsets, front, topics=topics,
-                                 queue_count_max=config.writer.topic_queue_count) \
+                                 queue_count_max=config.writer.topic_queue_count,
+                                 ssl_context=tls) \
             if config.remoting.enabled else None
-        app = create_app(view, offsets, settings, remoting=remoting, topics=topics)
-        await serve(app, settings, log=log, failure=lambda: None,
+        app = create_app(view, offsets, settings, remoting=remoting, topics=topics,
+                         indexer_ssl=client_context(config.tls, host=indexer_host))
+        await serve(app, settings, log=log, failure=lambda: None, ssl_context=tls,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})
     finally:

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl
 
 from .clients import notify_group_changed
 from .codes import SYSTEM_ERROR, RemotingError, not_supported
@@ -35,8 +36,11 @@ log = logging.getLogger("mqstore.remoting")
 
 
 class RemotingServer:
-    def __init__(self, front: Front) -> None:
+    def __init__(self, front: Front, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.front = front
+        self._ssl = ssl_context
+        """TLS on the listener (services/common/tls_settings.py): RocketMQ clients with
+        `setUseTLS(true)`; a plaintext client is refused at its first bytes."""
         self._settings = front.settings
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -54,10 +58,16 @@ class RemotingServer:
         return True
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, self._settings.host,
-                                                  self._settings.port)
+        settings = self._settings
+        if self._ssl is None:
+            self._server = await asyncio.start_server(self._serve, settings.host, settings.port)
+        else:  # a client that never finishes its TLS handshake is dropped like an idle one
+            self._server = await asyncio.start_server(
+                self._serve, settings.host, settings.port, ssl=self._ssl,
+                ssl_handshake_timeout=settings.idle_timeout_ms / 1000)
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("remoting listening", extra={"host": self._settings.host, "port": self.port,
+                                              "tls": self._ssl is not None,
                                               "broker_address": self.front.broker_address})
         return self.port
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
@@ -35,9 +36,10 @@ log = logging.getLogger("mqstore.remoting")
 
 class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
-                 *, queue_count_max: int, topics: TopicTable | None = None) -> None:
+                 *, queue_count_max: int, topics: TopicTable | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         """`topics`: the process's topic table, shared with the notifier's HTTP API (default:
-        a table of the front's own)."""
+        a table of the front's own).  `ssl_context`: serve only TLS."""
         self.held = HeldPulls(held_max=settings.held_pulls_max,
                               held_per_client_max=settings.held_pulls_per_client_max)
         self.front = Front(
@@ -49,7 +51,7 @@ class RemotingFront:
                                 lock_expiry_ms=settings.lock_expiry_ms,
                                 clients_max=settings.clients_max),
             held=self.held, link=WriterLink(settings))
-        self.server = RemotingServer(self.front)
+        self.server = RemotingServer(self.front, ssl_context=ssl_context)
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self) -> int:

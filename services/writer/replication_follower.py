@@ -1,6 +1,8 @@
 """`ReplicationClient`: a follower writer copies its master's log (RocketMQ `HAClient`).
 
-    connect     to `replication.master`; report where this log ends (0: empty)
+    connect     to `replication.master`; answer its nonce with the proof of the replication
+                secret, check the master's proof of it back (replication_handshake.py),
+                then report where this log ends (0: empty)
     frames      append each at exactly its position (`MessageStore.replication.append_raw`:
                 a gap, an overlap or a cut record closes the connection, and the next one
                 reports where this log really ends); after the frames of one read, report
@@ -20,12 +22,21 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import ssl
 import time
 import typing
 
-from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
 from mqstore.storage import MessageStore, SegmentCreateError, StoreError
 
+from .replication_handshake import (
+    HELLO,
+    MASTER_PROOF,
+    HandshakeError,
+    check_master,
+    decode_hello,
+    follower_answer,
+)
 from .replication_protocol import FrameReader, ProtocolError, encode_report
 
 log = logging.getLogger("mqstore.writer.replication")
@@ -49,12 +60,16 @@ class FollowerState:
 
 
 class ReplicationClient:
-    def __init__(self, store: MessageStore, settings: ReplicationSettings) -> None:
+    def __init__(self, store: MessageStore, settings: ReplicationSettings, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         assert not store.config.role.is_master
+        self._ssl = ssl_context
+        """TLS to the master, verifying its certificate (services/common/tls_settings.py)."""
         self.store = store
         self.settings = settings
         self.state = FollowerState(master=settings.master)
         self._host, self._port = settings.master_address
+        self.secret = load_secret(settings, link_host=self._host)
         self._stopping = asyncio.Event()
         self._protocol: MasterConnection | None = None
         self._task: asyncio.Task[None] | None = None
@@ -69,7 +84,7 @@ class ReplicationClient:
             try:
                 _, protocol = await asyncio.wait_for(
                     loop.create_connection(lambda: MasterConnection(self), self._host,
-                                           self._port),
+                                           self._port, ssl=self._ssl),
                     settings.connect_timeout_ms / 1000)
             except (OSError, TimeoutError) as error:
                 self._failed(f"connecting to {self.settings.master}: {error!r}")
@@ -118,6 +133,10 @@ class MasterConnection(asyncio.Protocol):
         self._last_received_s = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
         self._appended = False
+        self._handshake = bytearray()
+        self._master_nonce = self._follower_nonce = b""
+        self.authenticated = False
+        """The master proved the secret; until then nothing is reported or appended."""
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -126,11 +145,34 @@ class MasterConnection(asyncio.Protocol):
         state = self._state
         state.connected, state.connected_at_ms = True, _now_ms()
         state.connections_total += 1
+        self._arm_timer()
+
+    def _authenticate(self, data: bytes) -> bytes:
+        """Run the follower's half of the handshake; return the bytes after it (none: the
+        master streams only after the first report)."""
+        transport = self._transport
+        assert transport is not None
+        expected = HELLO.size if not self._master_nonce else MASTER_PROOF.size
+        needed = expected - len(self._handshake)
+        self._handshake += data[:needed]
+        rest = data[needed:]
+        if len(self._handshake) < expected:
+            return b""
+        message, self._handshake = bytes(self._handshake), bytearray()
+        if not self._master_nonce:
+            self._master_nonce = decode_hello(message)
+            answer, self._follower_nonce = follower_answer(self._client.secret,
+                                                           self._master_nonce)
+            transport.write(answer)
+            return self._authenticate(rest) if rest else b""
+        check_master(self._client.secret, master_nonce=self._master_nonce,
+                     follower_nonce=self._follower_nonce, data=message)
+        self.authenticated = True
         position = self._replication.written_position
         transport.write(encode_report(position))
         log.info("connected to the master", extra={"master": self._settings.master,
                                                    "reported": position})
-        self._arm_timer()
+        return rest
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._state.connected = False
@@ -151,8 +193,10 @@ class MasterConnection(asyncio.Protocol):
         self._last_received_s = time.monotonic()
         self._appended = False
         try:
+            if not self.authenticated:
+                data = self._authenticate(data)
             self._frames.feed(data, self._on_frame)
-        except (ProtocolError, SegmentCreateError) as error:
+        except (ProtocolError, SegmentCreateError, HandshakeError) as error:
             self._client._failed(str(error))
             self.close(str(error))
             return
@@ -189,7 +233,8 @@ class MasterConnection(asyncio.Protocol):
             self.close(f"no frame for {self._settings.housekeeping_interval_ms} ms "
                        f"(housekeeping_interval_ms)")
             return
-        transport.write(encode_report(self._replication.written_position))
+        if self.authenticated:
+            transport.write(encode_report(self._replication.written_position))
         self._arm_timer()
 
 

@@ -3,6 +3,9 @@
 It runs on the writer's event loop, beside the HTTP app, on its own port.  Per follower, one
 `FollowerSession` (an asyncio protocol, no task per connection):
 
+    handshake      send a nonce; the follower must prove the replication secret within
+                   `handshake_timeout_ms`, or it is closed having received nothing else
+                   (services/writer/replication_handshake.py); the master proves it back
     connect        wait for the first report: where the follower's log ends (0: empty)
     stream         frames of whole records from there, `batch_bytes_max` at most each,
                    until nothing is readable; then wait for the store's "readable" wakeup
@@ -26,14 +29,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import time
 import typing
 
-from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
 from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
 from mqstore.storage.replication.replica_sync import ReplicaProgress
 
+from .replication_handshake import (
+    FOLLOWER_PROOF,
+    HandshakeError,
+    check_follower,
+    encode_hello,
+    new_nonce,
+)
 from .replication_protocol import ProtocolError, ReportReader, encode_frame_head
 
 log = logging.getLogger("mqstore.writer.replication")
@@ -50,8 +61,12 @@ class ReplicationServer:
     store: MessageStore
     progress: ReplicaProgress
 
-    def __init__(self, settings: ReplicationSettings) -> None:
+    def __init__(self, settings: ReplicationSettings, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.settings = settings
+        self._ssl = ssl_context
+        """TLS on the listener: followers connect with TLS or are refused."""
+        self.secret = load_secret(settings, link_host=settings.host)
         self.sessions: set[FollowerSession] = set()
         self.bytes_sent_total = 0
         self._server: asyncio.Server | None = None
@@ -71,15 +86,26 @@ class ReplicationServer:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         try:
-            self._server = await self._loop.create_server(
-                lambda: FollowerSession(self), self.settings.host, self.settings.port)
+            self._server = await self._listen()
         except OSError as error:
             raise ConfigError(f"replication: cannot listen on {self.settings.host}:"
                               f"{self.settings.port}: {error.strerror}") from None
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("replication listening", extra={"host": self.settings.host, "port": self.port,
+                                                 "tls": self._ssl is not None,
                                                  "role": self.store.config.role.value})
         return self.port
+
+    async def _listen(self) -> asyncio.Server:
+        assert self._loop is not None
+        settings = self.settings
+        if self._ssl is None:
+            return await self._loop.create_server(lambda: FollowerSession(self),
+                                                  settings.host, settings.port)
+        # A TLS handshake gets handshake_timeout_ms of its own, before the proof does.
+        return await self._loop.create_server(
+            lambda: FollowerSession(self), settings.host, settings.port, ssl=self._ssl,
+            ssl_handshake_timeout=settings.handshake_timeout_ms / 1000)
 
     def notify(self) -> None:
         """The store's readable-bytes wakeup, from any thread: stream to every session on
@@ -122,6 +148,11 @@ class FollowerSession(asyncio.Protocol):
         self._closing = False
         self._last_report_s = self._last_send_s = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
+        self._master_nonce = new_nonce()
+        self._handshake = bytearray()
+        self.authenticated = False
+        """The follower proved the secret; until then it gets no log byte and confirms
+        nothing, and `handshake_timeout_ms` closes it."""
 
     # -- connection ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -137,7 +168,17 @@ class FollowerSession(asyncio.Protocol):
         high = WRITE_BUFFER_BATCHES * self._settings.batch_bytes_max
         transport.set_write_buffer_limits(high=high, low=high // 2)
         self._server.sessions.add(self)
-        self._arm_timer()
+        transport.write(encode_hello(self._master_nonce))
+        self._timer = asyncio.get_running_loop().call_later(
+            self._settings.handshake_timeout_ms / 1000, self._handshake_expired)
+
+    def _handshake_expired(self) -> None:
+        if not self.authenticated:
+            log.warning("follower refused: no proof of the replication secret within "
+                        "handshake_timeout_ms", extra={
+                            "follower": self.name,
+                            "handshake_timeout_ms": self._settings.handshake_timeout_ms})
+            self.close("handshake timeout")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -145,6 +186,8 @@ class FollowerSession(asyncio.Protocol):
             self._timer.cancel()
         if self in self._server.sessions:
             self._server.sessions.discard(self)
+            if not self.authenticated:
+                return
             self._server.progress.disconnect(self.name)
             log.info("follower disconnected", extra={
                 "follower": self.name, "position": self.next_position,
@@ -161,6 +204,10 @@ class FollowerSession(asyncio.Protocol):
 
     # -- reports -------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
+        if not self.authenticated:
+            data = self._authenticate(data)
+            if not data:
+                return
         try:
             position = self._reports.feed(data)
         except ProtocolError as error:
@@ -177,6 +224,30 @@ class FollowerSession(asyncio.Protocol):
                        f"{self._replication.written_position}")
             return
         self._server.progress.confirm(self.name, position)
+
+    def _authenticate(self, data: bytes) -> bytes:
+        """Collect the follower's proof; return what came after it (its first report)."""
+        if self._closing:
+            return b""
+        needed = FOLLOWER_PROOF.size - len(self._handshake)
+        self._handshake += data[:needed]
+        if len(self._handshake) < FOLLOWER_PROOF.size:
+            return b""
+        assert self._transport is not None
+        try:
+            answer = check_follower(self._server.secret, self._master_nonce,
+                                    bytes(self._handshake))
+        except HandshakeError as error:
+            log.warning("follower refused", extra={"follower": self.name, "error": str(error)})
+            self.close(str(error))
+            return b""
+        self.authenticated = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._transport.write(answer)
+        self._last_report_s = time.monotonic()
+        self._arm_timer()
+        return data[needed:]
 
     def _start(self, reported: int) -> None:
         try:

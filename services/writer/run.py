@@ -23,6 +23,7 @@ from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
+from mqstore.services.common.tls_settings import client_context, server_context
 from mqstore.storage import BrokerRole, ConfigError, MessageStore, StoreConfig
 
 from .app import HANDLERS, STATE, create_app
@@ -89,8 +90,9 @@ def writer_store_config(store: StoreConfig) -> StoreConfig:
 async def _serve(config: ServiceConfig) -> int:
     config = resolve_role(config, hostname=socket.gethostname())
     settings = config.writer
-    server = (ReplicationServer(config.replication) if config.store.role.is_master
-              else None)
+    tls = server_context(config.tls)
+    server = (ReplicationServer(config.replication, ssl_context=tls)
+              if config.store.role.is_master else None)
     store = MessageStore.open(config.data_dir, writer_store_config(config.store),
                               on_readable=server.notify if server is not None else None)
     try:
@@ -99,7 +101,8 @@ async def _serve(config: ServiceConfig) -> int:
         if server is not None:
             await server.start(store)
         else:
-            client = ReplicationClient(store, config.replication)
+            client = ReplicationClient(store, config.replication, ssl_context=client_context(
+                config.tls, host=config.replication.master_address[0]))
             client.start()
         try:
             app = create_app(store, settings, follower=client, topics=config.topics)
@@ -112,7 +115,7 @@ async def _serve(config: ServiceConfig) -> int:
                 app[STATE].stopping = True
 
             await serve(app, settings, log=log, failure=lambda: store.failure,
-                        on_stopping=on_stopping,
+                        on_stopping=on_stopping, ssl_context=tls,
                         access_log=log.getChild("access") if settings.access_log_enabled
                         else None,
                         details={"data_dir": str(config.data_dir),

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from mqstore.services.up import replication_secret
 from tests.integration.three_services import SMALL_STORE, free_port
 from tests.processes import MQSTORE
 
@@ -41,7 +42,8 @@ class Node:
         self.config = root / name / "mqstore.yaml"
         self.config.write_text(json.dumps({
             "data_dir": str(self.data_dir), "store": {**SMALL_STORE, **(store or {})},
-            "replication": {"host": host, "port": self.replication_port, **FAST_REPLICATION},
+            "replication": {"host": host, "port": self.replication_port,
+                            "secret_file": str(replication_secret(root)), **FAST_REPLICATION},
             "writer": {"forward_port": forward_port},
             "notifier": {"indexer_url": f"http://{host}:{self.ports['indexer']}"},
             "remoting": {"port": free_port(), "writer_address": f"127.0.0.1:{forward_port}"},

@@ -46,8 +46,12 @@ def test_config_map_carries_flush_and_pool_settings() -> None:
     assert (store["pool_enabled"], store["pool_buffer_count"]) == (True, 7)
     assert document["data_dir"] == "/data"
     assert document["notifier"]["indexer_url"] == "http://127.0.0.1:8082"
-    assert document["replication"] == {"port": 8084, "role_by_hostname": True,
+    assert document["replication"] == {"host": "0.0.0.0", "port": 8084,
+                                       "role_by_hostname": True,
                                        "master": "demo-0.demo-headless.ns1.svc:8084"}
+    # The services bind loopback by default; a pod's listeners serve from outside it.
+    assert [document[section]["host"] for section in
+            ("writer", "indexer", "notifier", "remoting", "replication")] == ["0.0.0.0"] * 5
     assert store["role"] == "async_master"
     config_map = build_config_map(body, _spec(body))
     assert "flush_mode: sync" in config_map["data"]["mqstore.yaml"]

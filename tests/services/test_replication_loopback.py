@@ -36,6 +36,7 @@ from mqstore.storage import (
     StoreConfig,
 )
 from tests.conftest import small_config
+from tests.services.replication_peer import open_follower
 from tests.services.schema_check import check
 from tests.services.serving import run
 
@@ -232,7 +233,7 @@ def test_a_silent_follower_is_disconnected_and_a_silent_master_is_left(
 
     async def silent_follower() -> bytes:
         async with serving(master, server):
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            reader, writer = await open_follower(server.port)
             writer.write(encode_report(0))
             await until(lambda: bool(server.progress.followers()))
             received = await asyncio.wait_for(reader.read(), timeout=5)  # until closed
@@ -270,7 +271,7 @@ def test_a_diverged_or_ahead_follower_is_refused(tmp_path: Path) -> None:
 
     async def report(position: int) -> bytes:
         async with serving(master, server):
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            reader, writer = await open_follower(server.port)
             writer.write(encode_report(position))
             received = await asyncio.wait_for(reader.read(), timeout=5)
             writer.close()
