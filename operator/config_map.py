@@ -10,6 +10,14 @@ from typing import Any
 import yaml
 
 from . import names
+from .pod_secrets import (
+    REPLICATION_PATH,
+    TLS_DIR,
+    USERS_PATH,
+    SecretsInUse,
+    config_path,
+    secrets_in_use,
+)
 from .spec import BrokerSpec, store_settings
 
 CONFIG_HASH_LENGTH = 16
@@ -21,17 +29,36 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
     network namespace, so the notifier reaches the indexer's notice stream on 127.0.0.1.
     Pod 0's writer runs as the master (store.role), every other pod's follows it: the
     writer compares its host name with the master address (`role_by_hostname`), so the
-    file does not change with the number of pods and scaling rolls nothing."""
-    return {
+    file does not change with the number of pods and scaling rolls nothing.
+    Every listener binds `names.LISTEN_HOST` explicitly (the services' own default is
+    loopback); the Secrets' files are named where `secrets.py` mounts them."""
+    in_use = secrets_in_use(broker_name, spec)
+    host = names.LISTEN_HOST
+    replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,
+                   "master": names.master_address(broker_name, namespace),
+                   "secret_file": config_path(REPLICATION_PATH)}
+    document: dict[str, Any] = {
         "data_dir": names.DATA_DIR,
         "store": store_settings(spec),
-        "replication": {"port": names.REPLICATION_PORT, "role_by_hostname": True,
-                        "master": names.master_address(broker_name, namespace)},
-        "writer": {"port": names.WRITER_PORT},
-        "indexer": {"port": names.INDEXER_PORT},
-        "notifier": {"port": names.NOTIFIER_PORT,
-                     "indexer_url": f"http://127.0.0.1:{names.INDEXER_PORT}"},
+        "replication": replication,
+        "writer": {"host": host, "port": names.WRITER_PORT},
+        "indexer": {"host": host, "port": names.INDEXER_PORT},
+        "notifier": {"host": host, "port": names.NOTIFIER_PORT,
+                     "indexer_url": f"{http_scheme(in_use)}://127.0.0.1:{names.INDEXER_PORT}"},
+        "remoting": {"host": host, "port": names.REMOTING_PORT},
     }
+    if in_use.users is not None:
+        document["auth"] = {"users_file": config_path(USERS_PATH)}
+    if in_use.tls is not None:
+        document["tls"] = {f"{kind}_file": config_path(f"{TLS_DIR}/{key}")
+                           for kind, key in (("cert", "tls.crt"), ("key", "tls.key"),
+                                             ("ca", "ca.crt"))}
+    return document
+
+
+def http_scheme(in_use: SecretsInUse) -> str:
+    """https once a TLS Secret is named: every HTTP listener then speaks TLS."""
+    return "https" if in_use.tls is not None else "http"
 
 
 def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str) -> str:
