@@ -31,7 +31,7 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
     writer compares its host name with the master address (`role_by_hostname`), so the
     file does not change with the number of pods and scaling rolls nothing.
     Every listener binds `names.LISTEN_HOST` explicitly (the services' own default is
-    loopback); the Secrets' files are named where `secrets.py` mounts them."""
+    loopback); the Secrets' files are named where `pod_secrets.py` mounts them."""
     in_use = secrets_in_use(broker_name, spec)
     host = names.LISTEN_HOST
     replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,

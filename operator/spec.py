@@ -86,7 +86,7 @@ class NotifierSpec(ServiceSpec):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SecuritySpec:
     """Where the pods' credentials come from (Secrets in the Broker's namespace).  The keys
-    and mount paths are in `secrets.py`; the CRD's descriptions say the same."""
+    and mount paths are in `pod_secrets.py`; the CRD's descriptions say the same."""
 
     users_secret: str | None = None
     """A Secret with key `plain_acl.yml` (users, their secrets and permissions): every entry
