@@ -20,6 +20,9 @@ from .pod_secrets import (
 )
 from .spec import BrokerSpec, store_settings
 
+LISTEN_ALL = "0.0.0.0"
+"""The pods' listen address (the services' own default is 127.0.0.1)."""
+
 CONFIG_HASH_LENGTH = 16
 """Hex digits of sha256 kept: 64 bits, no collision among a broker's config versions."""
 
@@ -30,10 +33,13 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
     Pod 0's writer runs as the master (store.role), every other pod's follows it: the
     writer compares its host name with the master address (`role_by_hostname`), so the
     file does not change with the number of pods and scaling rolls nothing.
-    Every listener binds `names.LISTEN_HOST` explicitly (the services' own default is
-    loopback); the Secrets' files are named where `pod_secrets.py` mounts them."""
+    Every listener binds all interfaces (`LISTEN_ALL`): the services default to loopback,
+    and in a pod the probes, Prometheus, clients and followers all come from outside (the
+    writer's forward listener stays on loopback: only the pod's own notifier uses it); the
+    NetworkPolicies decide who gets in.  The Secrets' files are named where
+    `pod_secrets.py` mounts them."""
     in_use = secrets_in_use(broker_name, spec)
-    host = names.LISTEN_HOST
+    host = LISTEN_ALL
     replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,
                    "master": names.master_address(broker_name, namespace),
                    "secret_file": config_path(REPLICATION_PATH)}

@@ -34,10 +34,6 @@ REPLICATION_PORT = 8084
 """The writer's replication port on a master (followers connect to pod 0's)."""
 REMOTING_PORT = 9876
 """The notifier's RocketMQ remoting front (name-server and broker codes on one port)."""
-LISTEN_HOST = "0.0.0.0"
-"""Where every listener of a pod binds: clients, followers, the kubelet's probes and
-Prometheus come from outside the pod (outside Kubernetes the services default to
-loopback).  The NetworkPolicies decide who actually gets in."""
 
 
 def selector_labels(broker_name: str) -> dict[str, str]:
