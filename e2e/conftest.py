@@ -5,8 +5,9 @@ ServiceAccount (so the chart's RBAC is what it runs with).  The test_node_* test
 containerd and the mqstore image.
 
 The binaries are built (or found in the cache) when the session starts, before any test's
-timeout runs; the node's binaries and images too, when a collected test uses it, and the
-Prometheus Operator's (e2e/build-monitoring.sh) for the monitoring test.  A
+timeout runs; the node's binaries and images too, when a collected test uses it, the
+Prometheus Operator's (e2e/build-monitoring.sh) for the monitoring test, and kube-router
+(e2e/build-netpol.sh) for the NetworkPolicy test.  A
 missing tool fails the session, it never skips."""
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .monitoring import MonitoringBuild
 from .monitoring import build as build_monitoring
 from .node import build as build_node
 from .node import down, up
+from .node_netpol import build as build_netpol
 from .node_release import install_release
 from .node_state import Node
 
@@ -64,6 +66,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         build_node()
         print(f"\ne2e: node binaries and images built or found in "
               f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+    if any("netpol" in getattr(item, "fixturenames", ()) for item in session.items):
+        started = time.monotonic()
+        build_netpol()
+        print(f"\ne2e: kube-router built or found in {time.monotonic() - started:.1f} s",
+              file=sys.stderr)
     if any("monitoring_build" in getattr(item, "fixturenames", ()) for item in session.items):
         started = time.monotonic()
         build_monitoring()

@@ -203,7 +203,10 @@ def test_extra_notifiers_share_the_masters_claim(kube: Kube, namespace: str) -> 
     volumes = deployment["spec"]["template"]["spec"]["volumes"]
     assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-lam-0"}} in volumes
     assert kube.get("service", "lam-notifier", namespace) is not None
+    policy = kube.must_get("networkpolicy", "lam-notifier", namespace)
+    assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == \
+        "notifier"
     kube.merge_patch("broker", "lam", namespace, {"spec": {"notifier": {"replicas": 0}}})
-    wait_for("the Deployment and its Service to go", lambda: kube.get(
-        "deployment", "lam-notifier", namespace) is None and kube.get(
-        "service", "lam-notifier", namespace) is None)
+    wait_for("the Deployment, its Service and its NetworkPolicy to go", lambda: all(
+        kube.get(kind, "lam-notifier", namespace) is None
+        for kind in ("deployment", "service", "networkpolicy")))

@@ -38,6 +38,15 @@ def _refusal(kube: Kube, manifest: dict[str, Any]) -> str:
     ({"imagePullPolicy": "Sometimes"}, 'Unsupported value: "Sometimes"'),
     ({"replication": {"mode": "sync"}}, "replication.mode sync acknowledges only what a "
                                         "follower has: it needs replicas >= 2"),
+    ({"security": {"usersSecret": "Not_A_Name"}}, "spec.security.usersSecret in body should "
+                                                  "match"),
+    ({"security": {"tlsSecret": ""}}, "spec.security.tlsSecret in body should be at least 1"),
+    ({"security": {"generateUsersSecret": "yes"}}, "spec.security.generateUsersSecret"),
+    ({"network": {"clients": [{}]}}, "a peer needs namespaceSelector, podSelector or ipBlock"),
+    ({"network": {"metrics": [{"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]}},
+     "a peer's ipBlock excludes namespaceSelector and podSelector"),
+    ({"network": {"clients": [{"podSelector": {"matchExpressions": [
+        {"key": "a", "operator": "Near"}]}}]}}, 'Unsupported value: "Near"'),
 ])
 def test_schema_refuses_bad_values(kube: Kube, release: dict[str, Any],
                                    spec: dict[str, Any], message: str) -> None:
@@ -85,3 +94,7 @@ def test_defaults_are_filled_in_by_the_api_server(kube: Kube, release: dict[str,
     assert spec["pool"] == {"enabled": False, "bufferCount": 5}
     assert spec["storage"]["accessModes"] == ["ReadWriteOnce"]
     assert spec["notifier"]["replicas"] == 0
+    assert spec["security"] == {"generateUsersSecret": True}
+    assert spec["network"] == {"policies": True, "clients": [{"podSelector": {}}],
+                               "metrics": [{"namespaceSelector": {}, "podSelector": {
+                                   "matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]}

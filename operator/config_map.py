@@ -10,6 +10,14 @@ from typing import Any
 import yaml
 
 from . import names
+from .pod_secrets import (
+    REPLICATION_PATH,
+    TLS_DIR,
+    USERS_PATH,
+    SecretsInUse,
+    config_path,
+    secrets_in_use,
+)
 from .spec import BrokerSpec, store_settings
 
 LISTEN_ALL = "0.0.0.0"
@@ -27,19 +35,36 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
     file does not change with the number of pods and scaling rolls nothing.
     Every listener binds all interfaces (`LISTEN_ALL`): the services default to loopback,
     and in a pod the probes, Prometheus, clients and followers all come from outside (the
-    writer's forward listener stays on loopback: only the pod's own notifier uses it)."""
-    return {
+    writer's forward listener stays on loopback: only the pod's own notifier uses it); the
+    NetworkPolicies decide who gets in.  The Secrets' files are named where
+    `pod_secrets.py` mounts them."""
+    in_use = secrets_in_use(broker_name, spec)
+    host = LISTEN_ALL
+    replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,
+                   "master": names.master_address(broker_name, namespace),
+                   "secret_file": config_path(REPLICATION_PATH)}
+    document: dict[str, Any] = {
         "data_dir": names.DATA_DIR,
         "store": store_settings(spec),
-        "replication": {"host": LISTEN_ALL, "port": names.REPLICATION_PORT,
-                        "role_by_hostname": True,
-                        "master": names.master_address(broker_name, namespace)},
-        "writer": {"host": LISTEN_ALL, "port": names.WRITER_PORT},
-        "indexer": {"host": LISTEN_ALL, "port": names.INDEXER_PORT},
-        "notifier": {"host": LISTEN_ALL, "port": names.NOTIFIER_PORT,
-                     "indexer_url": f"http://127.0.0.1:{names.INDEXER_PORT}"},
-        "remoting": {"host": LISTEN_ALL},
+        "replication": replication,
+        "writer": {"host": host, "port": names.WRITER_PORT},
+        "indexer": {"host": host, "port": names.INDEXER_PORT},
+        "notifier": {"host": host, "port": names.NOTIFIER_PORT,
+                     "indexer_url": f"{http_scheme(in_use)}://127.0.0.1:{names.INDEXER_PORT}"},
+        "remoting": {"host": host, "port": names.REMOTING_PORT},
     }
+    if in_use.users is not None:
+        document["auth"] = {"users_file": config_path(USERS_PATH)}
+    if in_use.tls is not None:
+        document["tls"] = {f"{kind}_file": config_path(f"{TLS_DIR}/{key}")
+                           for kind, key in (("cert", "tls.crt"), ("key", "tls.key"),
+                                             ("ca", "ca.crt"))}
+    return document
+
+
+def http_scheme(in_use: SecretsInUse) -> str:
+    """https once a TLS Secret is named: every HTTP listener then speaks TLS."""
+    return "https" if in_use.tls is not None else "http"
 
 
 def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str) -> str:

@@ -20,7 +20,8 @@ from .names import FIELD_MANAGER
 PLURALS = {"ConfigMap": "configmaps", "Service": "services", "StatefulSet": "statefulsets",
            "Deployment": "deployments", "PodDisruptionBudget": "poddisruptionbudgets",
            "PersistentVolumeClaim": "persistentvolumeclaims", "Broker": "brokers",
-           "Pod": "pods", "Event": "events"}
+           "Pod": "pods", "Event": "events", "Secret": "secrets",
+           "NetworkPolicy": "networkpolicies"}
 
 REQUEST_TIMEOUT_S = 30.0
 """One API call: well under kopf's handler timeouts, long enough for a loaded API server."""
@@ -118,6 +119,21 @@ class KubeApi:
             "PATCH", path, body=manifest, content_type="application/apply-patch+yaml",
             query={"fieldManager": FIELD_MANAGER, "force": "true"})
         return answer
+
+    async def create(self, manifest: Mapping[str, Any]) -> bool:
+        """Create `manifest` unless an object of its name exists: True if this call made
+        it.  For what must never be overwritten (a generated Secret), where `apply` would
+        replace it on every pass."""
+        metadata = manifest["metadata"]
+        path = object_path(manifest["apiVersion"], manifest["kind"], metadata["namespace"])
+        try:
+            await self.request("POST", path, body=manifest,
+                               query={"fieldManager": FIELD_MANAGER})
+        except ApiError as error:
+            if error.status == 409 and error.reason == "AlreadyExists":
+                return False
+            raise
+        return True
 
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = await self.request(

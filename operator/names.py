@@ -32,6 +32,8 @@ INDEXER_PORT = 8082
 NOTIFIER_PORT = 8083
 REPLICATION_PORT = 8084
 """The writer's replication port on a master (followers connect to pod 0's)."""
+REMOTING_PORT = 9876
+"""The notifier's RocketMQ remoting front (name-server and broker codes on one port)."""
 
 
 def selector_labels(broker_name: str) -> dict[str, str]:

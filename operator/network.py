@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import names
-from .pod import pod_security, pod_volumes, service_container
+from .pod import pod_security, pod_volumes, probe_scheme, service_container
 from .spec import BrokerSpec
 
 MASTER_POD_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -63,13 +63,14 @@ def build_notifier_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *, im
     name = broker["metadata"]["name"]
     labels = notifier_labels(name)
     container = service_container(service="notifier", port=names.NOTIFIER_PORT, image=image,
-                                  pull_policy=spec.image_pull_policy, settings=spec.notifier)
+                                  pull_policy=spec.image_pull_policy, settings=spec.notifier,
+                                  scheme=probe_scheme(spec))
     # Not in the master's pod: its indexer's notice stream is reached through the
     # headless Service (the config file's 127.0.0.1 is overridden).
-    indexer_url = (f"http://{name}-0.{names.headless_service_name(name)}:"
-                   f"{names.INDEXER_PORT}")
+    indexer_url = (f"{probe_scheme(spec).lower()}://{name}-0."
+                   f"{names.headless_service_name(name)}:{names.INDEXER_PORT}")
     container["env"] = [{"name": "MQSTORE_NOTIFIER__INDEXER_URL", "value": indexer_url}]
-    volumes = [*pod_volumes(name),
+    volumes = [*pod_volumes(name, spec),
                {"name": names.DATA_VOLUME,
                 "persistentVolumeClaim": {"claimName": names.claim_name(name, 0)}}]
     return {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import names
+from .pod_secrets import projected_sources, secrets_in_use
 from .spec import BrokerSpec, ServiceSpec
 
 RUN_AS_USER = 10001
@@ -42,8 +43,17 @@ def _command(subcommand: str) -> list[str]:
     return ["mqstore", subcommand, "--config", f"{names.CONFIG_DIR}/{names.CONFIG_FILE}"]
 
 
+def probe_scheme(spec: BrokerSpec) -> str:
+    """HTTPS once a TLS Secret is named (the kubelet does not verify the certificate)."""
+    return "HTTPS" if spec.security.tls_secret is not None else "HTTP"
+
+
+def _probe(path: str, service: str, scheme: str) -> dict[str, Any]:
+    return {"path": path, "port": service, "scheme": scheme}
+
+
 def service_container(*, service: str, port: int, image: str, pull_policy: str,
-                      settings: ServiceSpec) -> dict[str, Any]:
+                      settings: ServiceSpec, scheme: str) -> dict[str, Any]:
     """One service's container: /readyz gates traffic, /healthz restarts a hung process,
     and the startup probe gives recovery of a large log up to 10 minutes."""
     return {
@@ -54,11 +64,11 @@ def service_container(*, service: str, port: int, image: str, pull_policy: str,
         "ports": [{"name": service, "containerPort": port, "protocol": "TCP"},
                   *([{"name": "replication", "containerPort": names.REPLICATION_PORT,
                       "protocol": "TCP"}] if service == "writer" else [])],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": service},
+        "readinessProbe": {"httpGet": _probe("/readyz", service, scheme),
                            "periodSeconds": 5, "failureThreshold": 2},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": service},
+        "livenessProbe": {"httpGet": _probe("/healthz", service, scheme),
                           "periodSeconds": 10, "failureThreshold": 6},
-        "startupProbe": {"httpGet": {"path": "/healthz", "port": service},
+        "startupProbe": {"httpGet": _probe("/healthz", service, scheme),
                          "periodSeconds": 5, "failureThreshold": 120},
         "resources": dict(settings.resources),
         "securityContext": container_security(),
@@ -75,8 +85,13 @@ def preallocate_container(*, image: str, pull_policy: str,
             "securityContext": container_security(), "volumeMounts": _mounts()}
 
 
-def pod_volumes(broker_name: str) -> list[dict[str, Any]]:
-    return [{"name": "config", "configMap": {"name": names.config_map_name(broker_name)}},
+def pod_volumes(broker_name: str, spec: BrokerSpec) -> list[dict[str, Any]]:
+    """The config file and the Secrets' files in one projected volume at /etc/mqstore:
+    one read-only mount, no volume mounted inside another, and a rotated Secret's files
+    are replaced in place by the kubelet."""
+    config = {"configMap": {"name": names.config_map_name(broker_name)}}
+    secrets = projected_sources(secrets_in_use(broker_name, spec))
+    return [{"name": "config", "projected": {"sources": [config, *secrets]}},
             {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": TMP_SIZE_LIMIT}}]
 
 
@@ -84,7 +99,7 @@ def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, image: str) -> dict[s
     settings = {"writer": spec.writer, "indexer": spec.indexer, "notifier": spec.notifier}
     containers = [service_container(service=service, port=port, image=image,
                                     pull_policy=spec.image_pull_policy,
-                                    settings=settings[service])
+                                    settings=settings[service], scheme=probe_scheme(spec))
                   for service, port in _SERVICES]
     pod: dict[str, Any] = {
         "securityContext": pod_security(),
@@ -92,7 +107,7 @@ def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, image: str) -> dict[s
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
         "containers": containers,
-        "volumes": pod_volumes(broker_name),
+        "volumes": pod_volumes(broker_name, spec),
     }
     if spec.storage.preallocate:
         pod["initContainers"] = [preallocate_container(

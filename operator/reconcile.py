@@ -8,6 +8,7 @@ connections) propagate for kopf to retry."""
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,8 @@ from .network import (
     build_notifier_deployment,
     build_notifier_service,
 )
+from .network_policy import build_broker_network_policy, build_notifier_network_policy
+from .pod_secrets import RANDOM_BYTES, build_generated_secret, secret_problem, secrets_in_use
 from .settings import OperatorSettings
 from .spec import BrokerSpec, SpecError, check_store_settings, parse_spec, store_settings
 from .statefulset import (
@@ -121,8 +124,13 @@ def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str,
     statefulset = build_statefulset(broker, spec, image=image, replicas=replicas,
                                     config_hash=config_hash)
     manifests = [config_map, build_headless_service(broker), build_client_service(broker),
-                 build_disruption_budget(broker), keep_immutable_fields(statefulset, live_sts)]
+                 build_disruption_budget(broker)]
+    if spec.network.policies:  # before the pods, so that none starts unprotected
+        manifests.append(build_broker_network_policy(broker, spec))
+    manifests.append(keep_immutable_fields(statefulset, live_sts))
     if spec.notifier.replicas > 0:
+        if spec.network.policies:
+            manifests.append(build_notifier_network_policy(broker, spec))
         manifests += [build_notifier_deployment(broker, spec, image=image,
                                                 config_hash=config_hash),
                       build_notifier_service(broker)]
@@ -137,6 +145,7 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
     replicas = decide_replicas(wanted=spec.replicas, live=live, scale_down_allowed=allowed)
     manifests, config_hash = children(broker, spec, live_sts, image=image, replicas=replicas)
     applied = Applied(statefulset=live_sts, config_hash=config_hash)
+    applied.problems += await ensure_secrets(api, broker, spec)
     if replicas != spec.replicas:
         applied.scale_down_refused = (
             f"spec.replicas={spec.replicas} is below the {live} pods running; removing pods "
@@ -153,15 +162,51 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
             continue
         if manifest["kind"] == "StatefulSet":
             applied.statefulset = answer
+    namespace, name = metadata["namespace"], metadata["name"]
     if spec.notifier.replicas == 0:
-        await _delete_notifiers(api, metadata["namespace"], metadata["name"])
+        await _delete_notifiers(api, namespace, name)
+    if not spec.network.policies:
+        for policy in (name, names.notifier_name(name)):
+            await api.delete(object_path(POLICY_API, "NetworkPolicy", namespace, policy))
     return applied
+
+
+POLICY_API = "networking.k8s.io/v1"
 
 
 async def _delete_notifiers(api: KubeApi, namespace: str, broker_name: str) -> None:
     name = names.notifier_name(broker_name)
-    for api_version, kind in (("apps/v1", "Deployment"), ("v1", "Service")):
+    for api_version, kind in (("apps/v1", "Deployment"), ("v1", "Service"),
+                              (POLICY_API, "NetworkPolicy")):
         await api.delete(object_path(api_version, kind, namespace, name))
+
+
+async def ensure_secrets(api: KubeApi, broker: Mapping[str, Any],
+                         spec: BrokerSpec) -> list[str]:
+    """Create each generated Secret that does not exist yet (an existing one is never
+    touched: its random secret is what the pods and clients already use), and report
+    each Secret the pods could not mount.  The random values go straight into the
+    manifest; nothing logs them."""
+    metadata = broker["metadata"]
+    namespace = metadata["namespace"]
+    problems = []
+    for use in secrets_in_use(metadata["name"], spec).all():
+        path = object_path("v1", "Secret", namespace, use.name)
+        live = await api.get(path)
+        if live is None and use.generated:
+            manifest = build_generated_secret(
+                broker, use, random_text=secrets.token_urlsafe(RANDOM_BYTES))
+            try:
+                await api.create(manifest)
+            except ApiError as error:
+                if error.retryable:
+                    raise
+                problems.append(f"Secret {use.name}: {error.message}")
+            continue
+        problem = secret_problem(use, live, namespace=namespace)
+        if problem is not None:
+            problems.append(problem)
+    return problems
 
 
 async def grow_claims(api: KubeApi, claims_path: str, selector: str,

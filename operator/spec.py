@@ -84,6 +84,64 @@ class NotifierSpec(ServiceSpec):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class SecuritySpec:
+    """Where the pods' credentials come from (Secrets in the Broker's namespace).  The keys
+    and mount paths are in `pod_secrets.py`; the CRD's descriptions say the same."""
+
+    users_secret: str | None = None
+    """A Secret with key `plain_acl.yml` (users, their secrets and permissions): every entry
+    point but metrics and health then needs credentials (config `auth.users_file`)."""
+
+    replication_secret: str | None = None
+    """A Secret with key `replication-secret`: what a follower proves it knows before the
+    master sends a byte (config `replication.secret_file`)."""
+
+    tls_secret: str | None = None
+    """A Secret with keys `tls.crt`, `tls.key`, `ca.crt` (what cert-manager writes): TLS on
+    every listener (config `tls.cert_file`, `key_file`, `ca_file`)."""
+
+    generate_users_secret: bool = True
+    """With `users_secret` unset: create `<broker>-users` (one admin with a random secret),
+    once, owned by the Broker.  On by default, so a Broker starts with authentication on;
+    false (and no users_secret) leaves the services open to whoever the NetworkPolicies
+    let in.  The replication Secret is always generated when not named (the writers refuse
+    a network-reachable replication listener without one); a TLS Secret never is:
+    certificates come from the cluster's issuer."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PeerSpec:
+    """One NetworkPolicy peer as Kubernetes spells it: pods matching `pod_selector` in the
+    namespaces matching `namespace_selector` (only one of the two: the Broker's own
+    namespace, or every pod of those namespaces), or addresses in `ip_block`."""
+
+    namespace_selector: Mapping[str, Any] | None = None
+    pod_selector: Mapping[str, Any] | None = None
+    ip_block: Mapping[str, Any] | None = None
+
+
+SAME_NAMESPACE = (PeerSpec(pod_selector={}),)
+"""Every pod of the Broker's namespace: clients elsewhere must be named."""
+
+PROMETHEUS_PODS = (PeerSpec(namespace_selector={}, pod_selector={
+    "matchLabels": {"app.kubernetes.io/name": "prometheus"}}),)
+"""Prometheus pods in any namespace, by the label the Prometheus Operator gives them."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NetworkSpec:
+    policies: bool = True
+    """Render NetworkPolicies for the Broker's pods (enforced only where the cluster's
+    network plugin enforces them)."""
+
+    clients: tuple[PeerSpec, ...] = SAME_NAMESPACE
+    """Who may produce and consume (writer, notifier and remoting ports); [] nobody."""
+
+    metrics: tuple[PeerSpec, ...] = PROMETHEUS_PODS
+    """Who may scrape /metrics (served on the three HTTP ports); [] nobody."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class BrokerSpec:
     storage: StorageSpec
     image: str | None = None
@@ -97,6 +155,8 @@ class BrokerSpec:
     writer: ServiceSpec = dataclasses.field(default_factory=ServiceSpec)
     indexer: ServiceSpec = dataclasses.field(default_factory=ServiceSpec)
     notifier: NotifierSpec = dataclasses.field(default_factory=NotifierSpec)
+    security: SecuritySpec = dataclasses.field(default_factory=SecuritySpec)
+    network: NetworkSpec = dataclasses.field(default_factory=NetworkSpec)
 
 
 def camel(name: str) -> str:

@@ -38,6 +38,9 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 dpkg -s libc6-dev >/dev/null 2>&1 || missing+=(libc6-dev)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# ipset: kube-router, the real node's NetworkPolicy enforcer (e2e/node_netpol.py), fills its
+# address sets with it.
+command -v ipset >/dev/null 2>&1 || missing+=(ipset)
 if ((${#missing[@]})); then
     echo "setup: installing Debian packages: ${missing[*]}"
     apt-get update -q

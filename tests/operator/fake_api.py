@@ -53,6 +53,19 @@ class FakeApi:
         self.objects[path] = applied
         return copy.deepcopy(applied)
 
+    async def create(self, manifest: Mapping[str, Any]) -> bool:
+        metadata = manifest["metadata"]
+        path = object_path(manifest["apiVersion"], manifest["kind"], metadata["namespace"],
+                           metadata["name"])
+        self._check("CREATE", path)
+        if path in self.objects:
+            return False
+        created = copy.deepcopy(dict(manifest))
+        if "stringData" in created:  # what the API server stores (base64 aside)
+            created["data"] = created.pop("stringData")
+        self.objects[path] = created
+        return True
+
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         self._check("PATCH", path)
         target = self.objects[path]

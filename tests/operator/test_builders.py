@@ -48,7 +48,8 @@ def test_config_map_carries_flush_and_pool_settings() -> None:
     assert document["notifier"]["indexer_url"] == "http://127.0.0.1:8082"
     assert document["replication"] == {"host": "0.0.0.0", "port": 8084,
                                        "role_by_hostname": True,
-                                       "master": "demo-0.demo-headless.ns1.svc:8084"}
+                                       "master": "demo-0.demo-headless.ns1.svc:8084",
+                                       "secret_file": "/etc/mqstore/replication/secret"}
     # The services bind loopback by default; a pod's listeners serve from outside it.
     assert [document[section]["host"] for section in
             ("writer", "indexer", "notifier", "remoting", "replication")] == ["0.0.0.0"] * 5
@@ -159,8 +160,9 @@ def test_extra_notifiers_share_the_masters_claim_and_reach_its_indexer() -> None
                                  "value": "http://demo-0.demo-headless:8082"}]
     manifests, _ = children(body, _spec(body), None, image=IMAGE, replicas=1)
     assert [m["kind"] for m in manifests] == ["ConfigMap", "Service", "Service",
-                                              "PodDisruptionBudget", "StatefulSet",
-                                              "Deployment", "Service"]
+                                              "PodDisruptionBudget", "NetworkPolicy",
+                                              "StatefulSet", "NetworkPolicy", "Deployment",
+                                              "Service"]
 
 
 def test_children_apply_the_config_map_before_the_statefulset() -> None:

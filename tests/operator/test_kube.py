@@ -14,7 +14,7 @@ def test_paths_of_core_and_group_objects() -> None:
     assert object_path("mqstore.io/v1alpha1", "Broker", "a b", "c") == \
         "/apis/mqstore.io/v1alpha1/namespaces/a%20b/brokers/c"
     with pytest.raises(KeyError):
-        object_path("v1", "Secret", "ns")
+        object_path("v1", "ServiceAccount", "ns")
 
 
 def test_a_status_answer_becomes_an_error_with_its_message() -> None:

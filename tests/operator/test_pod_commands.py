@@ -42,6 +42,17 @@ def test_the_services_accept_the_rendered_config(tmp_path: Path) -> None:
     assert config.store.delete_hours == (3, 4)
     assert (config.writer.port, config.indexer.port, config.notifier.port) == (8081, 8082, 8083)
     assert config.notifier.indexer_url == "http://127.0.0.1:8082"
+    assert config.auth.users_file == "/etc/mqstore/auth/plain_acl.yml"
+    assert config.replication.secret_file == "/etc/mqstore/replication/secret"
+
+
+def test_the_services_accept_the_rendered_tls_settings(tmp_path: Path) -> None:
+    config_file, _ = _rendered(tmp_path, {"storage": {"size": "10Gi"},
+                                          "security": {"tlsSecret": "demo-tls"}})
+    config = load_config(config_file, environ={})
+    assert (config.tls.cert_file, config.tls.key_file, config.tls.ca_file) == (
+        "/etc/mqstore/tls/tls.crt", "/etc/mqstore/tls/tls.key", "/etc/mqstore/tls/ca.crt")
+    assert config.notifier.indexer_url == "https://127.0.0.1:8082"
 
 
 def test_pod_0_masters_and_the_other_pods_follow_it(tmp_path: Path) -> None:

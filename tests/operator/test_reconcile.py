@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from mqstore.operator import names
 from mqstore.operator.kube import ApiError, object_path
@@ -38,8 +41,8 @@ def test_first_pass_creates_every_child() -> None:
     api = FakeApi()
     outcome = run(api, broker())
     kinds = sorted(path.split("/")[-2] for path in api.objects)
-    assert kinds == ["configmaps", "poddisruptionbudgets", "services", "services",
-                     "statefulsets"]
+    assert kinds == ["configmaps", "networkpolicies", "poddisruptionbudgets", "secrets",
+                     "secrets", "services", "services", "statefulsets"]
     assert api.objects[STS]["spec"]["template"]["spec"]["containers"][0]["image"] == \
         "registry.example/mqstore:1"
     assert conditions(outcome)["Progressing"] == ("True", "RollingUpdate")
@@ -131,3 +134,53 @@ def test_extra_notifiers_come_and_go() -> None:
     spec["notifier"] = {"replicas": 0}
     run(api, broker(spec=spec))
     assert deployment not in api.objects
+
+
+USERS = object_path("v1", "Secret", "ns1", "demo-users")
+REPLICATION = object_path("v1", "Secret", "ns1", "demo-replication")
+POLICY = object_path("networking.k8s.io/v1", "NetworkPolicy", "ns1", "demo")
+
+
+def test_generated_secrets_are_created_once_and_never_rewritten(
+        caplog: pytest.LogCaptureFixture) -> None:
+    api = FakeApi()
+    with caplog.at_level(logging.DEBUG):
+        outcome = run(api, broker())
+    users = api.objects[USERS]
+    secret_key = users["data"]["secretKey"]
+    assert len(secret_key) >= 40
+    assert secret_key in users["data"]["plain_acl.yml"]
+    assert api.objects[REPLICATION]["data"]["replication-secret"] != secret_key
+    assert users["metadata"]["ownerReferences"][0]["kind"] == "Broker"
+    assert secret_key not in caplog.text
+    assert secret_key not in repr(outcome)
+    created = [call for call in api.calls if call[0] == "CREATE"]
+    assert created == [("CREATE", USERS), ("CREATE", REPLICATION)]
+    run(api, broker(spec={"storage": {"size": "10Gi"}, "flush": {"mode": "sync"}}))
+    assert api.objects[USERS]["data"]["secretKey"] == secret_key
+    assert [call for call in api.calls if call[0] == "CREATE"] == created, \
+        "a later pass only reads the Secrets"
+    assert ("APPLY", USERS) not in api.calls
+
+
+def test_a_missing_named_secret_is_degraded_and_named() -> None:
+    api = FakeApi()
+    spec = {"storage": {"size": "10Gi"}, "security": {"usersSecret": "team-users"}}
+    outcome = run(api, broker(spec=spec))
+    assert conditions(outcome)["Degraded"] == ("True", "ChangeRefused")
+    assert "Secret ns1/team-users (spec.security.usersSecret) does not exist" in \
+        outcome.status["conditions"][2]["message"]
+    assert USERS not in api.objects, "a named Secret is never generated"
+    assert STS in api.objects, "the pods wait for the Secret; the rest is applied"
+    api.put({"apiVersion": "v1", "kind": "Secret",
+             "metadata": {"name": "team-users", "namespace": "ns1"},
+             "data": {"plain_acl.yml": "eA=="}})
+    assert conditions(run(api, broker(spec=spec)))["Degraded"] == ("False", "AsExpected")
+
+
+def test_policies_off_deletes_the_network_policies() -> None:
+    api = FakeApi()
+    run(api, broker())
+    assert api.objects[POLICY]["spec"]["policyTypes"] == ["Ingress"]
+    run(api, broker(spec={"storage": {"size": "10Gi"}, "network": {"policies": False}}))
+    assert POLICY not in api.objects

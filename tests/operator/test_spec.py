@@ -37,8 +37,18 @@ def _dataclass_defaults(spec: object, prefix: str = "") -> dict[str, Any]:
         if dataclasses.is_dataclass(value):
             found.update(_dataclass_defaults(value, f"{prefix}{camel(field.name)}."))
         else:
-            found[prefix + camel(field.name)] = list(value) if isinstance(value, tuple) else value
+            found[prefix + camel(field.name)] = (
+                [_as_crd_value(item) for item in value] if isinstance(value, tuple) else value)
     return found
+
+
+def _as_crd_value(value: object) -> object:
+    """A list item as the CRD spells it: a dataclass (a NetworkPolicy peer) becomes an
+    object of its set fields in camelCase."""
+    if not dataclasses.is_dataclass(value):
+        return value
+    return {camel(field.name): getattr(value, field.name)
+            for field in dataclasses.fields(value) if getattr(value, field.name) is not None}
 
 
 def test_every_crd_default_is_the_parsers_default() -> None:
