@@ -30,6 +30,7 @@ import yaml
 from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
 
+from .auth_settings import AuthSettings
 from .config_values import field_types, from_yaml
 from .remoting_settings import RemotingSettings
 from .replication_settings import ReplicationSettings, check_role
@@ -242,7 +243,7 @@ class NotifierSettings(ServiceSettings):
 SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings,
                                   "indexer": IndexerSettings, "notifier": NotifierSettings,
                                   "replication": ReplicationSettings,
-                                  "remoting": RemotingSettings}
+                                  "remoting": RemotingSettings, "auth": AuthSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -256,6 +257,7 @@ class ServiceConfig:
     notifier: NotifierSettings
     replication: ReplicationSettings = dataclasses.field(default_factory=ReplicationSettings)
     remoting: RemotingSettings = dataclasses.field(default_factory=RemotingSettings)
+    auth: AuthSettings = dataclasses.field(default_factory=AuthSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 

@@ -26,6 +26,11 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from mqstore.services.auth.http_access import access_middleware
+from mqstore.services.auth.http_rules import NOTIFIER_RULES
+from mqstore.services.auth.http_signature import Signer
+from mqstore.services.auth.users import Users
+from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
@@ -35,7 +40,7 @@ from .answers import behind_bytes_max
 from .handlers import NotifierHandlers
 from .held import HeldPulls
 from .metrics import NotifierMetrics
-from .notices import NoticeFeed, NoticeStream, refresh_loop
+from .notices import NoticeFeed, NoticeStream, notice_signer, refresh_loop
 from .openapi import notifier_openapi
 from .pulls import Puller
 
@@ -67,9 +72,12 @@ METRICS = web.AppKey("notifier_metrics", NotifierMetrics)
 
 def create_app(view: StoreView, offsets: ConsumerOffsets,
                settings: NotifierSettings, *,
-               remoting: RemotingFront | None = None) -> web.Application:
+               remoting: RemotingFront | None = None, users: Users | None = None,
+               auth: AuthSettings | None = None) -> web.Application:
     """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
-    stops with the app, and the notices wake its held pulls too."""
+    stops with the app, and the notices wake its held pulls too.  `users`: who may do what
+    (services/auth; None: anyone may do anything); `auth` bounds their signed requests and
+    names the account the notice stream is read with."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max)
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
@@ -79,8 +87,12 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
         settings.pull_from_follower_memory_ratio),
                     queue_share_min=settings.group_poll_queue_share_min)
     handlers = NotifierHandlers(view, offsets, puller, settings)
+    auth = auth or AuthSettings()
+    access = access_middleware(users, NOTIFIER_RULES,
+                               clock_skew_ms_max=auth.request_clock_skew_ms_max)
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
-                          middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log)])
+                          middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log),
+                                       access])
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
     router = app.router
     router.add_get("/v1/topics/{topic}/queues/{queue_id}/messages", handlers.pull, name="pull",
@@ -95,7 +107,9 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     router.add_get("/v1/messages/{physical_offset}", handlers.message_at, allow_head=False)
     router.add_get("/v1/topics", handlers.topics, allow_head=False)
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
-    app.cleanup_ctx.append(_background(feed, settings, state))
+    app.cleanup_ctx.append(_background(feed, settings, state,
+                                       notice_signer(users, auth)
+                                       if users and settings.indexer_url else None))
     if remoting is not None:
         feed.add_held(remoting.held)
         app[REMOTING] = remoting
@@ -117,10 +131,10 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     return app
 
 
-def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState
-                ) -> Callable[[web.Application], AsyncIterator[None]]:
+def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState,
+                signer: Signer | None) -> Callable[[web.Application], AsyncIterator[None]]:
     async def background(app: web.Application) -> AsyncIterator[None]:
-        stream = NoticeStream(feed, settings) if settings.indexer_url else None
+        stream = NoticeStream(feed, settings, signer=signer) if settings.indexer_url else None
         state.stream = stream
         tasks = [asyncio.create_task(refresh_loop(feed, settings, stream), name="refresh")]
         if stream is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from mqstore.services.auth import users_of
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
@@ -37,6 +38,7 @@ def run_notifier(config: ServiceConfig) -> int:
 
 async def _serve(config: ServiceConfig) -> int:
     settings = config.notifier
+    users = users_of(config.auth)
     view = StoreView.open(config.data_dir, config.store)
     try:
         offsets = ConsumerOffsets(config.data_dir,
@@ -45,9 +47,11 @@ async def _serve(config: ServiceConfig) -> int:
         from mqstore.services.remoting.service import RemotingFront  # noqa: PLC0415
 
         remoting = RemotingFront(view, offsets, config.remoting,
-                                 queue_count_max=config.writer.topic_queue_count) \
+                                 queue_count_max=config.writer.topic_queue_count,
+                                 users=users) \
             if config.remoting.enabled else None
-        app = create_app(view, offsets, settings, remoting=remoting)
+        app = create_app(view, offsets, settings, remoting=remoting, users=users,
+                         auth=config.auth)
         await serve(app, settings, log=log, failure=lambda: None,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})

@@ -18,11 +18,13 @@ import asyncio
 import contextlib
 import logging
 
+from mqstore.services.auth.users import Users
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
+from .access import RemotingAccess
 from .client_table import ClientTable
 from .context import Front
 from .offset_table import OffsetTable
@@ -35,7 +37,8 @@ log = logging.getLogger("mqstore.remoting")
 
 class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
-                 *, queue_count_max: int) -> None:
+                 *, queue_count_max: int, users: Users | None = None) -> None:
+        """`users`: check every request against them (access.py); None: no check."""
         self.held = HeldPulls(held_max=settings.held_pulls_max)
         self.front = Front(
             view=view, settings=settings, store_config=view.config,
@@ -45,7 +48,8 @@ class RemotingFront:
             clients=ClientTable(expiry_ms=settings.consumer_expiry_ms,
                                 lock_expiry_ms=settings.lock_expiry_ms,
                                 clients_max=settings.clients_max),
-            held=self.held, link=WriterLink(settings))
+            held=self.held, link=WriterLink(settings),
+            access=RemotingAccess(users) if users is not None else None)
         self.server = RemotingServer(self.front)
         self._flusher: asyncio.Task[None] | None = None
 

@@ -16,6 +16,10 @@ import logging
 
 from aiohttp import web
 
+from mqstore.services.auth.http_access import access_middleware
+from mqstore.services.auth.http_rules import WRITER_RULES
+from mqstore.services.auth.users import Users
+from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.storage import MessageStore
@@ -44,9 +48,11 @@ HANDLERS = web.AppKey("writer_handlers", WriterHandlers)
 
 
 def create_app(store: MessageStore, settings: WriterSettings, *,
-               follower: ReplicationClient | None = None) -> web.Application:
+               follower: ReplicationClient | None = None, users: Users | None = None,
+               auth: AuthSettings | None = None) -> web.Application:
     """`follower`: a follower's replication client (its status and metrics are served here,
-    and its produce routes refuse with 403)."""
+    and its produce routes refuse with 403).  `users`: who may do what (services/auth;
+    None: anyone may do anything); `auth` bounds their signed requests."""
     admission = Admission(limit=settings.put_requests_in_flight_max,
                           retry_after_s=settings.retry_after_s)
     metrics = WriterMetrics(store, admission, follower=follower)
@@ -54,10 +60,13 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
                               master=follower.settings.master if follower else "")
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
-    # including the errors the error middleware shapes (admission's 503 among them).
+    # including the errors the error middleware shapes (admission's 503 among them);
+    # admission refuses before the access check reads a body.
+    access = access_middleware(users, WRITER_RULES, clock_skew_ms_max=(
+        auth or AuthSettings()).request_clock_skew_ms_max)
     app = web.Application(client_max_size=settings.request_body_size_bytes_max,
                           middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log),
-                                       admission.middleware(PUT_ROUTES)])
+                                       admission.middleware(PUT_ROUTES), access])
     app[STATE] = state
     app[METRICS] = metrics
     app[HANDLERS] = handlers

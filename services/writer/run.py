@@ -19,6 +19,7 @@ import dataclasses
 import logging
 import socket
 
+from mqstore.services.auth import users_of
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
@@ -89,6 +90,7 @@ def writer_store_config(store: StoreConfig) -> StoreConfig:
 async def _serve(config: ServiceConfig) -> int:
     config = resolve_role(config, hostname=socket.gethostname())
     settings = config.writer
+    users = users_of(config.auth)  # a bad users file stops the start before the store opens
     server = (ReplicationServer(config.replication) if config.store.role.is_master
               else None)
     store = MessageStore.open(config.data_dir, writer_store_config(config.store),
@@ -102,7 +104,8 @@ async def _serve(config: ServiceConfig) -> int:
             client = ReplicationClient(store, config.replication)
             client.start()
         try:
-            app = create_app(store, settings, follower=client)
+            app = create_app(store, settings, follower=client, users=users,
+                             auth=config.auth)
             forward = ForwardServer(app[HANDLERS], settings) if (
                 settings.forward_enabled and client is None) else None
             if forward is not None:
