@@ -30,7 +30,8 @@ answered 1 SYSTEM_ERROR with the exception text); the Java producer does not ret
 Name-server codes: a RocketMQ 4.x name server checks nothing, but here name server and
 broker are one port, so they need a valid signature (a client without credentials learns
 no topic and no route); routes carry no messages, so no permission is asked beyond it.
-A code served here without a row needs an admin (a test checks every served code has one).
+A code served here without a row needs an admin (a test checks every served code has one);
+a code not served needs only the signature, and then answers REQUEST_CODE_NOT_SUPPORTED.
 """
 
 from __future__ import annotations
@@ -114,8 +115,9 @@ NEEDS: dict[int, NeedsOf] = {
 class RemotingAccess:
     """Checks one request against the users; raises `RemotingError(NO_PERMISSION)`."""
 
-    def __init__(self, users: Users) -> None:
+    def __init__(self, users: Users, *, served_codes: frozenset[int]) -> None:
         self.users = users
+        self._served_codes = served_codes
 
     def check(self, request: Command, peer_address: str) -> None:
         address = host_of(peer_address)
@@ -133,7 +135,9 @@ class RemotingAccess:
         if not account.is_white(address) and not signature_matches(
                 fields, bytes(request.body), account.secret_key):
             raise _refused(request, f"check signature failed for AccessKey {access_key}")
-        reason = account.refusal(NEEDS.get(request.code, _admin)(request))
+        needs_of = NEEDS.get(request.code,
+                             _admin if request.code in self._served_codes else _nothing)
+        reason = account.refusal(needs_of(request))
         if reason is not None:
             raise _refused(request, reason)
 

@@ -27,6 +27,7 @@ from mqstore.storage.reads.store_view import StoreView
 from .access import RemotingAccess
 from .client_table import ClientTable
 from .context import Front
+from .dispatch import HANDLERS
 from .offset_table import OffsetTable
 from .server import RemotingServer
 from .topics import TopicTable
@@ -49,7 +50,8 @@ class RemotingFront:
                                 lock_expiry_ms=settings.lock_expiry_ms,
                                 clients_max=settings.clients_max),
             held=self.held, link=WriterLink(settings),
-            access=RemotingAccess(users) if users is not None else None)
+            access=RemotingAccess(users, served_codes=frozenset(HANDLERS))
+            if users is not None else None)
         self.server = RemotingServer(self.front)
         self._flusher: asyncio.Task[None] | None = None
 

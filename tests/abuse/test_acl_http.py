@@ -20,6 +20,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from mqstore.services.auth import load_users
+from mqstore.services.auth.http_rules import INDEXER_RULES, NOTIFIER_RULES, WRITER_RULES
 from mqstore.services.auth.http_signature import sign_headers
 from mqstore.services.auth.users import Users
 from mqstore.services.common.auth_settings import AuthSettings
@@ -247,5 +248,18 @@ def test_a_missing_signed_header_is_refused(store_dir: Path, header: str) -> Non
                                             headers=headers)
         assert response.status == 401
         assert response.headers["WWW-Authenticate"] == "MQSTORE-HMAC-SHA256"
+
+    run(store_dir, scenario)
+
+
+def test_every_route_has_its_row(store_dir: Path) -> None:
+    """A route added without a row would need an admin: say what it needs instead."""
+    async def scenario(*parts: Any) -> None:
+        for client, rules in zip(parts[:3], (WRITER_RULES, NOTIFIER_RULES, INDEXER_RULES),
+                                 strict=True):
+            routes = {(route.method, route.resource.canonical)
+                      for route in client.server.app.router.routes()
+                      if route.resource is not None and route.method != "HEAD"}
+            assert routes == set(rules), routes ^ set(rules)
 
     run(store_dir, scenario)
