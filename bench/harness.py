@@ -79,12 +79,14 @@ class MqstoreServices:
     every service listens on a free port of 127.0.0.1, logs at warning level to a file in the
     temporary directory (shown if it fails to start) and runs on `event_loop`.  `tls`: the
     config file's `tls` section (TlsSettings); the URLs are then https and `ssl_context`
-    trusts its `ca_file`.
+    trusts its `ca_file`.  With `users_file_text` (a plain_acl.yml), the services run with
+    that users file (`auth.users_file`), and every request needs credentials.
     """
 
     def __init__(self, names: Sequence[str] = START_ORDER, *, store: Mapping[str, Any],
                  writer: Mapping[str, Any] | None = None, event_loop: str = "uvloop",
-                 tls: Mapping[str, str] | None = None) -> None:
+                 tls: Mapping[str, str] | None = None,
+                 users_file_text: str | None = None) -> None:
         assert set(names) <= set(START_ORDER), names
         self.names = [name for name in START_ORDER if name in names]
         self._store = dict(store)
@@ -93,6 +95,7 @@ class MqstoreServices:
         self._tls = dict(tls or {})
         self.ssl_context = ssl.create_default_context(cafile=self._tls["ca_file"]) \
             if self._tls else None
+        self._users_file_text = users_file_text
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._ports: dict[str, int] = {}
         self._directory: Path | None = None
@@ -128,6 +131,10 @@ class MqstoreServices:
             config["tls"] = self._tls
         config["store"] = {"store_host": f"127.0.0.1:{self._ports['remoting']}",
                            **config["store"]}
+        if self._users_file_text is not None:
+            users_file = self._directory / "plain_acl.yml"
+            users_file.write_text(self._users_file_text)
+            config["auth"] = {"users_file": str(users_file)}
         path = self._directory / "mqstore.yaml"
         path.write_text(json.dumps(config))  # JSON is YAML
         try:

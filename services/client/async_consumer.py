@@ -18,6 +18,8 @@ from types import TracebackType
 
 import aiohttp
 
+from mqstore.services.auth.http_signature import signer_for
+
 from .backoff import Backoff
 from .calls import base_path
 from .consumer import DEFAULT_WAIT_MS
@@ -31,8 +33,11 @@ RETRIED_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError)
 class AsyncConsumer:
     def __init__(self, url: str, group: str, topic: str, *, tags: Sequence[str] | None = None,
                  timeout_s: float = 10.0, retries_max: int = 3, backoff_initial_ms: int = 50,
-                 backoff_max_ms: int = 2000) -> None:
+                 backoff_max_ms: int = 2000, access_key: str | None = None,
+                 secret_key: str | None = None) -> None:
+        """`access_key`, `secret_key`: sign every request as that account (see Consumer)."""
         parts, prefix = base_path(url)
+        self._signer = signer_for(access_key, secret_key)
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._timeout_s = timeout_s
         self._backoff = Backoff(retries_max=retries_max, initial_ms=backoff_initial_ms,
@@ -100,7 +105,9 @@ class AsyncConsumer:
         if self._session is None:
             self._session = aiohttp.ClientSession(base_url=self._origin)
         timeout = aiohttp.ClientTimeout(total=self._timeout_s + wait_ms / 1000)
+        headers = {"Content-Type": "application/json"}
+        if self._signer is not None:
+            headers.update(self._signer.headers(request.method, request.path, request.body))
         async with self._session.request(request.method, request.path, data=request.body,
-                                         headers={"Content-Type": "application/json"},
-                                         timeout=timeout) as response:
+                                         headers=headers, timeout=timeout) as response:
             return response.status, response.headers.get("Retry-After"), await response.read()

@@ -15,6 +15,7 @@ from types import TracebackType
 
 import aiohttp
 
+from mqstore.services.auth.http_signature import signer_for
 from mqstore.services.common.wire import WireMessage
 
 from .backoff import Backoff
@@ -30,8 +31,11 @@ RETRIED_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError)
 class AsyncProducer:
     def __init__(self, url: str, *, timeout_s: float = 10.0, retries_max: int = 3,
                  backoff_initial_ms: int = 50, backoff_max_ms: int = 2000,
-                 connections_max: int = 8) -> None:
+                 connections_max: int = 8, access_key: str | None = None,
+                 secret_key: str | None = None) -> None:
+        """`access_key`, `secret_key`: sign every request as that account (see Producer)."""
         parts, prefix = base_path(url)
+        self._signer = signer_for(access_key, secret_key)
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._prefix = prefix
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -86,6 +90,9 @@ class AsyncProducer:
             self._session = aiohttp.ClientSession(
                 base_url=self._origin, timeout=self._timeout,
                 connector=aiohttp.TCPConnector(limit=self._connections_max))
+        headers = dict(call.headers)
+        if self._signer is not None:
+            headers.update(self._signer.headers("POST", call.path, call.body))
         async with self._session.post(call.path, data=call.body,
-                                      headers=dict(call.headers)) as response:
+                                      headers=headers) as response:
             return response.status, response.headers.get("Retry-After"), await response.read()

@@ -2,7 +2,8 @@
 
 A connection failure or a 503 is retried up to `retries_max` times with exponential backoff
 and jitter, never sooner than Retry-After (backoff.py); after a failure the connection is
-reopened.  Every other answer goes back to the caller as it came: 4xx, 500 and 507 are the
+reopened.  With a `Signer`, each attempt is signed (services/auth/http_signature.py).
+Every other answer goes back to the caller as it came: 4xx, 500 and 507 are the
 caller's to turn into errors.  When the retries run out, a 503 is returned too, and a
 connection failure raises `UnavailableError`.  Standard library only.
 """
@@ -14,6 +15,8 @@ from collections.abc import Mapping
 from time import sleep as _sleep
 from urllib.parse import SplitResult
 
+from mqstore.services.auth.http_signature import Signer
+
 from .backoff import Backoff
 from .errors import UnavailableError
 from .results import retry_after_s
@@ -21,7 +24,10 @@ from .results import retry_after_s
 
 class RetryingConnection:
     def __init__(self, parts: SplitResult, *, timeout_s: float, retries_max: int,
-                 backoff_initial_ms: int, backoff_max_ms: int) -> None:
+                 backoff_initial_ms: int, backoff_max_ms: int,
+                 signer: Signer | None = None) -> None:
+        """`signer`: sign every attempt afresh (its timestamp must be recent)."""
+        self._signer = signer
         self._connection_class = (http.client.HTTPSConnection if parts.scheme == "https"
                                   else http.client.HTTPConnection)
         self._host = parts.hostname or ""
@@ -69,7 +75,10 @@ class RetryingConnection:
             connection.timeout = timeout_s
             if connection.sock is not None:
                 connection.sock.settimeout(timeout_s)
-        connection.request(method, path, body=body, headers=dict(headers))
+        sent = dict(headers)
+        if self._signer is not None:
+            sent.update(self._signer.headers(method, path, body))
+        connection.request(method, path, body=body, headers=sent)
         response = connection.getresponse()
         answer = response.read()
         return response.status, response.getheader("Retry-After"), answer

@@ -28,6 +28,8 @@ import time
 from collections.abc import Sequence
 from types import TracebackType
 
+from mqstore.services.auth.http_signature import signer_for
+
 from .calls import base_path
 from .connection import RetryingConnection
 from .consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
@@ -41,11 +43,15 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 class Consumer:
     def __init__(self, url: str, group: str, topic: str, *, tags: Sequence[str] | None = None,
                  timeout_s: float = 10.0, retries_max: int = 3, backoff_initial_ms: int = 50,
-                 backoff_max_ms: int = 2000) -> None:
+                 backoff_max_ms: int = 2000, access_key: str | None = None,
+                 secret_key: str | None = None) -> None:
+        """`access_key`, `secret_key`: an account of the services' users file; every
+        request is then signed (docs/http-api.md).  Neither: unsigned requests."""
         parts, prefix = base_path(url)
         self._http = RetryingConnection(parts, timeout_s=timeout_s, retries_max=retries_max,
                                         backoff_initial_ms=backoff_initial_ms,
-                                        backoff_max_ms=backoff_max_ms)
+                                        backoff_max_ms=backoff_max_ms,
+                                        signer=signer_for(access_key, secret_key))
         self._state = ConsumerState(prefix, group, topic, tags=tags)
 
     @property

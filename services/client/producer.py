@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
+from mqstore.services.auth.http_signature import signer_for
 from mqstore.services.common.wire import WireMessage
 
 from .calls import Call, base_path, batch_call, message_call
@@ -25,11 +26,15 @@ from .results import SendResult
 
 class Producer:
     def __init__(self, url: str, *, timeout_s: float = 10.0, retries_max: int = 3,
-                 backoff_initial_ms: int = 50, backoff_max_ms: int = 2000) -> None:
+                 backoff_initial_ms: int = 50, backoff_max_ms: int = 2000,
+                 access_key: str | None = None, secret_key: str | None = None) -> None:
+        """`access_key`, `secret_key`: an account of the services' users file; every
+        request is then signed (docs/http-api.md).  Neither: unsigned requests."""
         parts, self._prefix = base_path(url)
         self._http = RetryingConnection(parts, timeout_s=timeout_s, retries_max=retries_max,
                                         backoff_initial_ms=backoff_initial_ms,
-                                        backoff_max_ms=backoff_max_ms)
+                                        backoff_max_ms=backoff_max_ms,
+                                        signer=signer_for(access_key, secret_key))
 
     def send(self, topic: str, body: bytes | str, *, queue_id: int | None = None,
              tags: str | None = None, keys: Sequence[str] = (),

@@ -31,6 +31,7 @@ import yaml
 from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
 
+from .auth_settings import AuthSettings
 from .config_values import field_types, from_yaml
 from .remoting_settings import RemotingSettings
 from .replication_settings import ReplicationSettings, check_role
@@ -48,7 +49,7 @@ SECTIONS: dict[str, type[Any]] = {"store": StoreConfig, "writer": WriterSettings
                                   "indexer": IndexerSettings, "notifier": NotifierSettings,
                                   "replication": ReplicationSettings,
                                   "remoting": RemotingSettings, "topics": TopicsSettings,
-                                  "tls": TlsSettings}
+                                  "tls": TlsSettings, "auth": AuthSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -64,6 +65,7 @@ class ServiceConfig:
     remoting: RemotingSettings = dataclasses.field(default_factory=RemotingSettings)
     topics: TopicsSettings = dataclasses.field(default_factory=TopicsSettings)
     tls: TlsSettings = dataclasses.field(default_factory=TlsSettings)
+    auth: AuthSettings = dataclasses.field(default_factory=AuthSettings)
     source: str = "defaults"
     """Where it was read from (named in errors raised later, e.g. by the writer's checks)."""
 

@@ -113,14 +113,37 @@ def common_paths() -> dict[str, Any]:
     }
 
 
+SECURITY_SCHEME: dict[str, Any] = {
+    "type": "apiKey", "in": "header", "name": "X-Mqstore-Signature",
+    "description": "With `auth.users_file` set: a signed request, four headers "
+                   "(X-Mqstore-Access-Key, X-Mqstore-Timestamp-Ms, X-Mqstore-Content-Sha256, "
+                   "X-Mqstore-Signature = Base64 HMAC-SHA256 with the account's secret key); "
+                   "docs/http-api.md#authentication.  Without a users file nothing is asked."}
+AUTH_RESPONSES: dict[str, Any] = {
+    "401": error_response("No credentials, an unknown access key, a stale timestamp, or a "
+                          "signature or body hash that does not match (UNAUTHORIZED).",
+                          headers={"WWW-Authenticate": {"schema": {"type": "string"}}}),
+    "403": error_response("The account lacks what the route needs (FORBIDDEN)."),
+}
+
+
 def document(*, title: str, version: str, description: str, paths: dict[str, Any],
              schemas: dict[str, Any]) -> dict[str, Any]:
-    """A whole OpenAPI document: the service's paths plus the common ones."""
+    """A whole OpenAPI document: the service's paths plus the common ones.  The service's
+    operations need the signature and may answer 401/403; the common ones are open."""
     overlap = set(paths) & set(common_paths())
     assert not overlap, f"service paths shadow common ones: {overlap}"
+    secured = {path: {method: {**operation, "responses": {
+        **AUTH_RESPONSES, **operation.get("responses", {})}}
+        for method, operation in item.items()} for path, item in paths.items()}
+    open_paths = {path: {method: {**operation, "security": []}
+                         for method, operation in item.items()}
+                  for path, item in common_paths().items()}
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": version, "description": description},
-        "paths": {**paths, **common_paths()},
-        "components": {"schemas": {"Error": ERROR_SCHEMA, **schemas}},
+        "paths": {**secured, **open_paths},
+        "security": [{"MqstoreSignature": []}],
+        "components": {"schemas": {"Error": ERROR_SCHEMA, **schemas},
+                       "securitySchemes": {"MqstoreSignature": SECURITY_SCHEME}},
     }

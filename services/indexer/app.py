@@ -24,6 +24,10 @@ from prometheus_client import Counter
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from mqstore.services.auth.http_access import access_middleware
+from mqstore.services.auth.http_rules import INDEXER_RULES
+from mqstore.services.auth.users import Users
+from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import IndexerSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.services.common.metrics import CounterSpec, GaugeSpec, new_registry
@@ -46,7 +50,10 @@ class IndexerState:
 STATE = web.AppKey("indexer_state", IndexerState)
 
 
-def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings) -> web.Application:
+def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings, *,
+               users: Users | None = None, auth: AuthSettings | None = None
+               ) -> web.Application:
+    """`users`: who may do what (services/auth; None: anyone may do anything)."""
     state = IndexerState()
     registry = new_registry(_gauges(indexer, hub))
     registry.register(_HubCounters(hub))
@@ -88,7 +95,9 @@ def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings) -> w
             return f"indexer stopped: {indexer.failure}"
         return None
 
-    app = web.Application(middlewares=[error_middleware(log)])
+    access = access_middleware(users, INDEXER_RULES, clock_skew_ms_max=(
+        auth or AuthSettings()).request_clock_skew_ms_max)
+    app = web.Application(middlewares=[error_middleware(log), access])
     app[STATE] = state
     app.router.add_get("/v1/notices", notices, allow_head=False)
     app.router.add_get("/v1/status", status, allow_head=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from mqstore.services.auth import users_of
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
@@ -34,6 +35,7 @@ def run_indexer(config: ServiceConfig) -> int:
 
 async def _serve(config: ServiceConfig) -> int:
     settings = config.indexer
+    users = users_of(config.auth)  # a bad users file stops the start before the indexer opens
     indexer_ref: list[Indexer] = []
 
     def snapshot() -> list[tuple[str, int, int, int]]:
@@ -47,7 +49,7 @@ async def _serve(config: ServiceConfig) -> int:
                            listener=hub.threadsafe(asyncio.get_running_loop()))
     indexer_ref.append(indexer)
     try:
-        app = create_app(indexer, hub, settings)
+        app = create_app(indexer, hub, settings, users=users, auth=config.auth)
 
         def on_stopping() -> None:
             app[STATE].stopping = True

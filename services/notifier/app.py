@@ -28,9 +28,18 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from mqstore.services.auth.http_access import access_middleware
+from mqstore.services.auth.http_rules import NOTIFIER_RULES
+from mqstore.services.auth.http_signature import Signer
+from mqstore.services.auth.users import Users
+from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import NotifierSettings, WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware
-from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
+from mqstore.services.common.http_bodies import (
+    ExpectHandler,
+    body_size_expect_handler,
+    body_size_middleware,
+)
 from mqstore.services.common.topics_settings import TopicsSettings
 from mqstore.services.remoting.topics import TopicTable
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
@@ -40,7 +49,7 @@ from .answers import behind_bytes_max
 from .handlers import NotifierHandlers
 from .held import HeldPulls
 from .metrics import NotifierMetrics
-from .notices import NoticeFeed, NoticeStream, refresh_loop
+from .notices import NoticeFeed, NoticeStream, notice_signer, refresh_loop
 from .openapi import notifier_openapi
 from .pulls import Puller
 from .topic_admin import TopicAdmin
@@ -75,12 +84,16 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                settings: NotifierSettings, *,
                remoting: RemotingFront | None = None,
                topics: TopicTable | None = None,
-               indexer_ssl: ssl.SSLContext | None = None) -> web.Application:
+               indexer_ssl: ssl.SSLContext | None = None,
+               users: Users | None = None,
+               auth: AuthSettings | None = None) -> web.Application:
     """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
     stops with the app, and the notices wake its held pulls too.  `topics`: the process's
     topic table, shared with the front (default: one of the app's own, with the writer's
     default queue count).  `indexer_ssl`: how the notice stream verifies an https indexer
-    (services/common/tls_settings.py)."""
+    (services/common/tls_settings.py).  `users`: who may do what (services/auth; None:
+    anyone may do anything); `auth` bounds their signed requests and names the account the
+    notice stream is read with."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max,
                      held_per_client_max=settings.held_requests_per_client_max)
@@ -95,29 +108,21 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
         topics_max=TopicsSettings().topics_max, on_disk=view.topics),
         topic_bytes_max=view.config.topic_size_bytes_max)
     handlers = NotifierHandlers(view, offsets, puller, settings, topic_names=admin.names)
+    auth = auth or AuthSettings()
+    access = access_middleware(users, NOTIFIER_RULES,
+                               clock_skew_ms_max=auth.request_clock_skew_ms_max)
+    # Sizes are refused before the signature is checked (which reads the body).
     app = web.Application(client_max_size=REQUEST_BODY_SIZE_BYTES_MAX,
                           middlewares=[metrics.middleware(PULL_ROUTES), error_middleware(log),
                                        body_size_middleware(
-                                           body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX)])
+                                           body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX),
+                                       access])
     expect = body_size_expect_handler(body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX)
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
-    router = app.router
-    router.add_get("/v1/topics/{topic}/queues/{queue_id}/messages", handlers.pull, name="pull",
-                   allow_head=False)
-    router.add_post("/v1/groups/{group}/topics/{topic}/poll", handlers.poll_group,
-                    name="poll_group", expect_handler=expect)
-    router.add_post("/v1/groups/{group}/offsets", handlers.commit_offsets,
-                    expect_handler=expect)
-    router.add_get("/v1/groups/{group}/offsets", handlers.fetch_offsets, allow_head=False)
-    router.add_get("/v1/topics/{topic}/messages", handlers.messages_by_key, allow_head=False)
-    router.add_get("/v1/topics/{topic}/queues/{queue_id}/offset-by-time",
-                   handlers.offset_by_time, allow_head=False)
-    router.add_get("/v1/messages/{physical_offset}", handlers.message_at, allow_head=False)
-    router.add_get("/v1/topics", handlers.topics, allow_head=False)
-    router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
-    router.add_put("/v1/topics/{topic}", admin.create)
-    router.add_delete("/v1/topics/{topic}", admin.delete)
-    app.cleanup_ctx.append(_background(feed, settings, state, indexer_ssl))
+    _add_routes(app.router, handlers, admin, expect)
+    app.cleanup_ctx.append(_background(feed, settings, state, indexer_ssl,
+                                       notice_signer(users, auth)
+                                       if users and settings.indexer_url else None))
     if remoting is not None:
         feed.add_held(remoting.held)
         app[REMOTING] = remoting
@@ -140,11 +145,31 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     return app
 
 
+def _add_routes(router: web.UrlDispatcher, handlers: NotifierHandlers, admin: TopicAdmin,
+                expect: ExpectHandler) -> None:
+    """The notifier's routes (the common ones come from add_common_routes)."""
+    router.add_get("/v1/topics/{topic}/queues/{queue_id}/messages", handlers.pull, name="pull",
+                   allow_head=False)
+    router.add_post("/v1/groups/{group}/topics/{topic}/poll", handlers.poll_group,
+                    name="poll_group", expect_handler=expect)
+    router.add_post("/v1/groups/{group}/offsets", handlers.commit_offsets,
+                    expect_handler=expect)
+    router.add_get("/v1/groups/{group}/offsets", handlers.fetch_offsets, allow_head=False)
+    router.add_get("/v1/topics/{topic}/messages", handlers.messages_by_key, allow_head=False)
+    router.add_get("/v1/topics/{topic}/queues/{queue_id}/offset-by-time",
+                   handlers.offset_by_time, allow_head=False)
+    router.add_get("/v1/messages/{physical_offset}", handlers.message_at, allow_head=False)
+    router.add_get("/v1/topics", handlers.topics, allow_head=False)
+    router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
+    router.add_put("/v1/topics/{topic}", admin.create)
+    router.add_delete("/v1/topics/{topic}", admin.delete)
+
+
 def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState,
-                indexer_ssl: ssl.SSLContext | None
+                indexer_ssl: ssl.SSLContext | None, signer: Signer | None
                 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def background(app: web.Application) -> AsyncIterator[None]:
-        stream = NoticeStream(feed, settings, ssl_context=indexer_ssl) \
+        stream = NoticeStream(feed, settings, ssl_context=indexer_ssl, signer=signer) \
             if settings.indexer_url else None
         state.stream = stream
         tasks = [asyncio.create_task(refresh_loop(feed, settings, stream), name="refresh")]

@@ -12,6 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
+from mqstore.services.auth.http_access import require
+from mqstore.services.auth.permissions import Perm
+from mqstore.services.auth.permissions import topic as need_topic
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import ServiceError, json_response
 from mqstore.storage import (
@@ -132,6 +135,7 @@ class NotifierHandlers:
         if not isinstance(topic, str):
             raise bad_request("topic is required (a string)")
         check_topic(topic, size_bytes_max=self._topic_bytes_max)
+        require(request, [need_topic(topic, Perm.SUB)])
         if "offsets" not in body:
             raise bad_request("offsets is required: {\"<queue id>\": next offset, ...}")
         offsets = offsets_of(body["offsets"], "offsets")

@@ -26,13 +26,17 @@ import json
 import logging
 import random
 import ssl
+import urllib.parse
 from collections.abc import Iterable, Mapping
 
 import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 
+from mqstore.services.auth.http_signature import Signer
+from mqstore.services.auth.users import Users
+from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import NotifierSettings
-from mqstore.storage import StoreError
+from mqstore.storage import ConfigError, StoreError
 from mqstore.storage.reads.store_view import StoreView
 
 from .held import NOTICE, REFRESH, HeldPulls
@@ -115,9 +119,12 @@ class NoticeStream:
 
     def __init__(self, feed: NoticeFeed, settings: NotifierSettings, *,
                  rng: random.Random | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 signer: Signer | None = None) -> None:
+        """`signer`: sign each connection's request (the indexer checks users)."""
         self._feed = feed
         self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self._signer = signer
         self._settings = settings
         self._url = settings.indexer_url.rstrip("/") + "/v1/notices"
         self._rng = rng or random.Random()
@@ -146,7 +153,9 @@ class NoticeStream:
         """Read one stream to its end."""
         settings = self._settings
         silence_s = settings.notice_silence_max_ms / 1000
-        async with session.get(self._url, ssl=self._ssl) as response:
+        signed = (self._signer.headers("GET", urllib.parse.urlsplit(self._url).path, None)
+                  if self._signer is not None else None)
+        async with session.get(self._url, ssl=self._ssl, headers=signed) as response:
             if response.status != 200 or response.content_type != NDJSON_MEDIA_TYPE:
                 raise NoticeFormatError(f"GET {self._url} answered {response.status} "
                                         f"{response.content_type}")
@@ -168,6 +177,20 @@ class NoticeStream:
         ceiling_ms = min(settings.notice_reconnect_max_ms,
                          settings.notice_reconnect_initial_ms * (1 << min(failures - 1, 20)))
         return self._rng.uniform(ceiling_ms / 2, ceiling_ms) / 1000
+
+
+def notice_signer(users: Users, auth: AuthSettings) -> Signer:
+    """The notifier signs its notice stream with `auth.internal_access_key`, or the first
+    admin of the users file: the stream names every topic, so the indexer serves it to
+    admins only.  No such account: the notifier does not start."""
+    account = (users.account(auth.internal_access_key) if auth.internal_access_key
+               else users.first_admin())
+    if account is None or not account.admin:
+        named = auth.internal_access_key or "an admin account"
+        raise ConfigError(f"auth.users_file {users.source}: no admin account "
+                          f"{named!r} for the notifier's notice stream (set "
+                          f"auth.internal_access_key to an admin's accessKey)")
+    return Signer(account.access_key, account.secret_key)
 
 
 async def refresh_loop(feed: NoticeFeed, settings: NotifierSettings,

@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import urllib.parse
 
+from mqstore.services.auth import users_of
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
@@ -58,6 +59,7 @@ async def _serve(config: ServiceConfig) -> int:
                           f"must be https:// with tls on (the indexer serves only TLS)")
     tls = server_context(config.tls)
     indexer_host = urllib.parse.urlsplit(settings.indexer_url).hostname or ""
+    users = users_of(config.auth)
     view = StoreView.open(config.data_dir, config.store)
     try:
         offsets = ConsumerOffsets(config.data_dir,
@@ -73,10 +75,11 @@ async def _serve(config: ServiceConfig) -> int:
                             topics_max=front.topics_max, on_disk=view.topics)
         remoting = RemotingFront(view, offsets, front, topics=topics,
                                  queue_count_max=config.writer.topic_queue_count,
-                                 ssl_context=tls) \
+                                 ssl_context=tls, users=users) \
             if config.remoting.enabled else None
         app = create_app(view, offsets, settings, remoting=remoting, topics=topics,
-                         indexer_ssl=client_context(config.tls, host=indexer_host))
+                         indexer_ssl=client_context(config.tls, host=indexer_host),
+                         users=users, auth=config.auth)
         await serve(app, settings, log=log, failure=lambda: None, ssl_context=tls,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})

@@ -18,6 +18,7 @@ from mqstore.storage import StoreConfig
 from mqstore.storage.format.hosts import parse_host
 from mqstore.storage.reads.store_view import StoreView
 
+from .access import RemotingAccess
 from .client_table import ClientTable
 from .frame import Command
 from .offset_table import OffsetTable
@@ -44,6 +45,8 @@ class Front:
     clients: ClientTable
     held: HeldPulls
     link: WriterLink
+    access: RemotingAccess | None = None
+    """The users' check of every request; None when authentication is off."""
     push: Callable[[int, Command], bool] = lambda connection_id, command: False
     """Write a request of the server's own (oneway) to a connection; False if it is gone.
     The server sets it when it starts."""

@@ -13,9 +13,11 @@ broker does): NOTIFY_CONSUMER_IDS_CHANGED to a group's consumers when one joins 
 (they rebalance at once instead of on their 20 s timer), RESET_CONSUMER_CLIENT_OFFSET to a
 group's consumers when its offsets are reset.
 
-Unknown codes answer REQUEST_CODE_NOT_SUPPORTED (3) with a remark naming the code; a
-`RemotingError` answers its code and remark; any other exception answers SYSTEM_ERROR (1)
-with its text, and is logged.  A connection idle `idle_timeout_ms` is closed.
+With a users file, every request is checked first (access.py: signature, then the code's
+permissions; NO_PERMISSION otherwise).  Unknown codes answer REQUEST_CODE_NOT_SUPPORTED (3)
+with a remark naming the code; a `RemotingError` answers its code and remark; any other
+exception answers SYSTEM_ERROR (1) with its text, and is logged.  A connection idle
+`idle_timeout_ms` is closed.
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ async def answer_to(front: Front, request: Command, peer: Peer) -> Command | Non
         return None  # an answer to a request this server never sends: nothing to do
     handler = HANDLERS.get(request.code)
     try:
+        if front.access is not None:
+            front.access.check(request, peer.address)
         if handler is None:
             raise not_supported(request.code)
         return await handler(front, request, peer)

@@ -19,13 +19,16 @@ import contextlib
 import logging
 import ssl
 
+from mqstore.services.auth.users import Users
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
+from .access import RemotingAccess
 from .client_table import ClientTable
 from .context import Front
+from .dispatch import HANDLERS
 from .offset_table import OffsetTable
 from .server import RemotingServer
 from .topics import TopicTable
@@ -37,9 +40,11 @@ log = logging.getLogger("mqstore.remoting")
 class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
                  *, queue_count_max: int, topics: TopicTable | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 users: Users | None = None) -> None:
         """`topics`: the process's topic table, shared with the notifier's HTTP API (default:
-        a table of the front's own).  `ssl_context`: serve only TLS."""
+        a table of the front's own).  `ssl_context`: serve only TLS.  `users`: check every
+        request against them (access.py); None: no check."""
         self.held = HeldPulls(held_max=settings.held_pulls_max,
                               held_per_client_max=settings.held_pulls_per_client_max)
         self.front = Front(
@@ -50,7 +55,9 @@ class RemotingFront:
             clients=ClientTable(expiry_ms=settings.consumer_expiry_ms,
                                 lock_expiry_ms=settings.lock_expiry_ms,
                                 clients_max=settings.clients_max),
-            held=self.held, link=WriterLink(settings))
+            held=self.held, link=WriterLink(settings),
+            access=RemotingAccess(users, served_codes=frozenset(HANDLERS))
+            if users is not None else None)
         self.server = RemotingServer(self.front, ssl_context=ssl_context)
         self._flusher: asyncio.Task[None] | None = None
 

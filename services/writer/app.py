@@ -16,6 +16,10 @@ import logging
 
 from aiohttp import web
 
+from mqstore.services.auth.http_access import access_middleware
+from mqstore.services.auth.http_rules import WRITER_RULES
+from mqstore.services.auth.users import Users
+from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
@@ -49,10 +53,12 @@ ADMISSION = web.AppKey("writer_admission", Admission)
 
 def create_app(store: MessageStore, settings: WriterSettings, *,
                follower: ReplicationClient | None = None,
-               topics: TopicsSettings | None = None) -> web.Application:
+               topics: TopicsSettings | None = None, users: Users | None = None,
+               auth: AuthSettings | None = None) -> web.Application:
     """`follower`: a follower's replication client (its status and metrics are served here,
     and its produce routes refuse with 403).  `topics`: which topics produces may write
-    (default: the section's defaults)."""
+    (default: the section's defaults).  `users`: who may do what (services/auth; None:
+    anyone may do anything); `auth` bounds their signed requests."""
     admission = Admission(limit=settings.put_requests_in_flight_max,
                           per_client_limit=settings.put_requests_per_client_max,
                           retry_after_s=settings.retry_after_s)
@@ -64,13 +70,16 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
     # including the errors the error middleware shapes (admission's 503 among them); an
-    # oversized body is refused before it takes an admission slot.
+    # oversized body is refused before it takes an admission slot, and admission refuses
+    # before the access check reads a body.
     body_size_bytes_max = settings.request_body_size_bytes_max
+    access = access_middleware(users, WRITER_RULES, clock_skew_ms_max=(
+        auth or AuthSettings()).request_clock_skew_ms_max)
     app = web.Application(client_max_size=body_size_bytes_max,
                           middlewares=[metrics.middleware(PUT_ROUTES), error_middleware(log),
                                        body_size_middleware(
                                            body_size_bytes_max=body_size_bytes_max),
-                                       admission.middleware(PUT_ROUTES)])
+                                       admission.middleware(PUT_ROUTES), access])
     expect = body_size_expect_handler(body_size_bytes_max=body_size_bytes_max)
     app[STATE] = state
     app[METRICS] = metrics

@@ -20,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
+from mqstore.services.auth.http_access import require
+from mqstore.services.auth.permissions import Perm, topic
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import ServiceError, json_response
 from mqstore.services.common.http_bodies import read_body
@@ -108,6 +110,7 @@ class WriterHandlers:
             wires = BatchCodec.decode(raw, messages_max=self._settings.batch_messages_max)
         except WireFormatError as error:
             raise bad_request(f"malformed batch: {error}") from None
+        require(request, [topic(name, Perm.PUB) for name in sorted({w.topic for w in wires})])
         messages = self._rules.store_messages(wires, where="message", batch=True)
         results = await self._put(messages, topics=dict.fromkeys(
             [message.topic for message in messages]))

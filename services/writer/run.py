@@ -19,6 +19,7 @@ import dataclasses
 import logging
 import socket
 
+from mqstore.services.auth import users_of
 from mqstore.services.common.config_file import ServiceConfig
 from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
@@ -90,6 +91,7 @@ def writer_store_config(store: StoreConfig) -> StoreConfig:
 async def _serve(config: ServiceConfig) -> int:
     config = resolve_role(config, hostname=socket.gethostname())
     settings = config.writer
+    users = users_of(config.auth)  # a bad users file stops the start before the store opens
     tls = server_context(config.tls)
     server = (ReplicationServer(config.replication, ssl_context=tls)
               if config.store.role.is_master else None)
@@ -105,7 +107,8 @@ async def _serve(config: ServiceConfig) -> int:
                 config.tls, host=config.replication.master_address[0]))
             client.start()
         try:
-            app = create_app(store, settings, follower=client, topics=config.topics)
+            app = create_app(store, settings, follower=client, topics=config.topics,
+                             users=users, auth=config.auth)
             forward = ForwardServer(app[HANDLERS], settings) if (
                 settings.forward_enabled and client is None) else None
             if forward is not None:

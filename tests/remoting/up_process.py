@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -16,8 +17,10 @@ UP_READY_LINE = "mqstore is up"
 
 
 @contextlib.contextmanager
-def mqstore_up(tmp_path: Path, *, ready_timeout_s: float = 120.0) -> Iterator[dict[str, int]]:
-    """Yield the ports of a running `mqstore up`; stop it with SIGINT after."""
+def mqstore_up(tmp_path: Path, *, ready_timeout_s: float = 120.0,
+               settings: dict[str, str] | None = None) -> Iterator[dict[str, int]]:
+    """Yield the ports of a running `mqstore up`; stop it with SIGINT after.  `settings` are
+    extra `MQSTORE_SECTION__KEY` variables for its services (e.g. the users file)."""
     ports = {name: free_port() for name in ("writer", "indexer", "notifier", "remoting",
                                               "forward")}
     log_path = tmp_path / "up.log"
@@ -26,7 +29,8 @@ def mqstore_up(tmp_path: Path, *, ready_timeout_s: float = 120.0) -> Iterator[di
                  for item in (f"--{name}-port", str(port)))]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
+                                   stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **(settings or {})})
     try:
         deadline = time.monotonic() + ready_timeout_s
         while UP_READY_LINE not in log_path.read_text():

@@ -75,6 +75,9 @@ DECIDED_BY_STATE: dict[tuple[str, str], Callable[[int, str], bool]] = {
     # No record starts at most positions: only the log's contents say which do.
     ("notifier", "GET /v1/messages/{physical_offset}"):
         lambda status, reason: status == 404,
+    # Only a topic the table holds can be deleted.
+    ("notifier", "DELETE /v1/topics/{topic}"):
+        lambda status, reason: status == 404 and reason.endswith("does not exist"),
     # Sums in bytes no schema can bound: a text body's UTF-8 size (the schema counts
     # characters) and the encoded size of all properties with tags and keys.
     ("writer", "POST /v1/topics/{topic}/messages"):

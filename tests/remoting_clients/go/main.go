@@ -6,6 +6,8 @@
 //	{"scenario":"go-produce-consume","ok":true,"expected":N,"missing":[],...}
 //
 // Usage: remoting-clients-go -namesrv 127.0.0.1:9876 -topic T [-count N] [-timeout-s S]
+// [-access-key K -secret-key S]: with credentials, the producer and the consumer sign every
+// request (the client's primitive.Credentials, the same signature as AclClientRPCHook).
 package main
 
 import (
@@ -38,6 +40,12 @@ type options struct {
 	count     int
 	bodyBytes int
 	timeout   time.Duration
+	accessKey string
+	secretKey string
+}
+
+func (o options) credentials() primitive.Credentials {
+	return primitive.Credentials{AccessKey: o.accessKey, SecretKey: o.secretKey}
 }
 
 // sent is one message as sent, with where the send said it went.
@@ -57,9 +65,15 @@ func parseOptions() options {
 	flag.IntVar(&o.count, "count", 50, "messages to send")
 	flag.IntVar(&o.bodyBytes, "body-bytes", 256, "body size")
 	flag.IntVar(&timeoutS, "timeout-s", 60, "how long to wait for the messages to come back")
+	flag.StringVar(&o.accessKey, "access-key", "", "sign requests as this user (with -secret-key)")
+	flag.StringVar(&o.secretKey, "secret-key", "", "the user's secret key")
 	flag.Parse()
 	if o.namesrv == "" || o.topic == "" {
 		fmt.Fprintln(os.Stderr, "-namesrv and -topic are required")
+		os.Exit(2)
+	}
+	if (o.accessKey == "") != (o.secretKey == "") {
+		fmt.Fprintln(os.Stderr, "-access-key and -secret-key go together")
 		os.Exit(2)
 	}
 	if o.group == "" {
@@ -92,6 +106,7 @@ func produce(o options) ([]sent, error) {
 		producer.WithRetry(0),
 		producer.WithDefaultTopicQueueNums(4),
 		producer.WithSendMsgTimeout(10*time.Second),
+		producer.WithCredentials(o.credentials()),
 	)
 	if err != nil {
 		return nil, err
@@ -178,6 +193,7 @@ func consume(o options, c *checker) error {
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{o.namesrv})),
 		consumer.WithGroupName(o.group),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithCredentials(o.credentials()),
 	)
 	if err != nil {
 		return err

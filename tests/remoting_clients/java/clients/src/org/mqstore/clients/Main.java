@@ -16,10 +16,12 @@ import java.util.Map;
  *   lite-seek      assign, seek each queue halfway: only the second halves come back
  *   push-concurrently, push-orderly, push-rebalance (two instances in one group)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
+ *   refused        one send and two route lookups, each reported with its exceptions
  *   check-selftest the Checker against spoiled messages, no server (see SelfTest)
  * </pre>
  *
- * Common options: --namesrv host:port --topic T [--count N] [--body-bytes B] [--timeout-s S].
+ * Common options: --namesrv host:port --topic T [--count N] [--body-bytes B] [--timeout-s S]
+ * [--access-key K --secret-key S] (every client signs with AclClientRPCHook).
  * The exit status is 0 whenever the scenario ran; its verdict is the line's "ok".
  */
 public final class Main {
@@ -38,8 +40,13 @@ public final class Main {
             args.checkAllUsed();
             out.putAll(SelfTest.run());
         } else if (scenario.startsWith("bench-")) {
+            Clients.signWith(args);
             out.putAll(Bench.run(scenario, args));
+        } else if (scenario.equals("refused")) {
+            Clients.signWith(args);
+            out.putAll(Refused.run(args));
         } else {
+            Clients.signWith(args);
             out.putAll(Scenarios.run(scenario, args));
         }
         System.out.println(Json.write(out));
