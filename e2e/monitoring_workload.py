@@ -7,12 +7,15 @@ real pods, run inside a pod of the mqstore image as `python -c <this file> ARGS`
 - a consumer that polls and commits (pulls, wakeups, dispatch),
 - one malformed pull a second, which the notifier answers 400 (the HTTP-code panel).
 
-Every loop stops by itself after `duration_s`; errors are counted, not raised.  The last
+Every request is signed as the account in MQSTORE_ACCESS_KEY / MQSTORE_SECRET_KEY (the
+Broker's users Secret, through the pod's env).  Every loop stops by itself after
+`duration_s`; errors are counted, not raised.  The last
 line printed is a JSON report: messages stored by status, messages received, errors."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -21,12 +24,25 @@ import urllib.request
 
 from mqstore.client import Consumer, OutgoingMessage, Producer
 from mqstore.client.errors import MqstoreError
+from mqstore.services.auth.http_signature import signer_for
 
 TOPIC = "Monitored"
 STEADY_BODY_BYTES = 1024
 BURST_BODY_BYTES = 60 * 1024
 BURST_BATCH = 8
 """480 KiB per request: a 70 MiB burst is about 150 requests."""
+
+
+ACCESS_KEY = os.environ.get("MQSTORE_ACCESS_KEY")
+SECRET_KEY = os.environ.get("MQSTORE_SECRET_KEY")
+
+
+def signed_get(url: str) -> urllib.request.Request:
+    request = urllib.request.Request(url)
+    signer = signer_for(ACCESS_KEY, SECRET_KEY)
+    for name, value in (signer.headers_for_url("GET", url, None) if signer else {}).items():
+        request.add_header(name, value)
+    return request
 
 
 class Traffic:
@@ -58,13 +74,15 @@ class Traffic:
         return len(results) * len(body)
 
     def steady(self) -> None:
-        with Producer(self.writer_url, retries_max=0, timeout_s=10) as producer:
+        with Producer(self.writer_url, retries_max=0, timeout_s=10, access_key=ACCESS_KEY,
+                        secret_key=SECRET_KEY) as producer:
             while self.running():
                 self.send(producer, b"s" * STEADY_BODY_BYTES, 10)
                 time.sleep(0.05)
 
     def bursts(self, burst_bytes: int, burst_every_s: float) -> None:
-        with Producer(self.writer_url, retries_max=0, timeout_s=30) as producer:
+        with Producer(self.writer_url, retries_max=0, timeout_s=30, access_key=ACCESS_KEY,
+                        secret_key=SECRET_KEY) as producer:
             while self.running():
                 started, sent = time.monotonic(), 0
                 while sent < burst_bytes and self.running():
@@ -72,7 +90,8 @@ class Traffic:
                 time.sleep(max(0.0, started + burst_every_s - time.monotonic()))
 
     def consume(self) -> None:
-        with Consumer(self.notifier_url, "monitored", TOPIC, retries_max=0) as consumer:
+        with Consumer(self.notifier_url, "monitored", TOPIC, retries_max=0, access_key=ACCESS_KEY,
+                        secret_key=SECRET_KEY) as consumer:
             while self.running():
                 try:
                     got = len(consumer.poll(max_messages=64, wait_ms=200))
@@ -88,7 +107,7 @@ class Traffic:
         url = f"{self.notifier_url}/v1/topics/{TOPIC}/queues/not-a-number/messages"
         while self.running():
             try:
-                urllib.request.urlopen(url, timeout=5).close()
+                urllib.request.urlopen(signed_get(url), timeout=5).close()
             except urllib.error.HTTPError as error:
                 self.count(self.statuses, f"HTTP_{error.code}")
             except OSError as error:

@@ -4,7 +4,8 @@ acknowledged message can be read back from a given notifier (the master's, throu
 Service, or a follower's, through its pod's DNS name).
 
 The pod runs the mqstore image under the restricted standard and does nothing by itself;
-each step is e2e/node_in_pod_client.py run in it by `kubectl exec`."""
+each step is e2e/node_in_pod_client.py run in it by `kubectl exec`, signed as the account
+`sign_as` names (the Broker's generated users Secret) or unsigned before that."""
 
 from __future__ import annotations
 
@@ -90,10 +91,17 @@ class ClientPod:
             c["type"] == "Ready" and c["status"] == "True" for c in (kube.must_get(
                 "pod", NAME, namespace).get("status") or {}).get("conditions", [])),
             timeout_s=120)
+        self._keys: tuple[str, str] | None = None
+
+    def sign_as(self, access_key: str, secret_key: str) -> None:
+        """Every later step signs its requests as this account."""
+        self._keys = (access_key, secret_key)
 
     def _argv(self, *args: str) -> list[str]:
+        keys = [] if self._keys is None else [
+            "env", f"MQSTORE_ACCESS_KEY={self._keys[0]}", f"MQSTORE_SECRET_KEY={self._keys[1]}"]
         return [str(self.kube.bin_dir / "kubectl"), "exec", "-i", "-n", self.namespace, NAME,
-                "--", "python", "-c", SCRIPT, *args]
+                "--", *keys, "python", "-c", SCRIPT, *args]
 
     def _run(self, *args: str, stdin: str = "") -> list[dict[str, Any]]:
         done = subprocess.run(self._argv(*args), input=stdin, capture_output=True, text=True,

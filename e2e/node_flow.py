@@ -7,6 +7,7 @@ pods, StatefulSet and claims as the real controllers and kubelet leave them."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,13 @@ class Flow:
 
         return wait_for(f"`kubectl get brokers` to show {' '.join(wanted)}", shown,
                         timeout_s=timeout_s)
+
+    def users_keys(self) -> tuple[str, str]:
+        """The admin account the operator generated into `<broker>-users`."""
+        data = self.kube.must_get("secret", f"{NAME}-users", self.namespace)["data"]
+        access_key, secret_key = (base64.b64decode(data[key]).decode()
+                                  for key in ("accessKey", "secretKey"))
+        return access_key, secret_key
 
     def pods(self) -> dict[str, dict[str, Any]]:
         return {p["metadata"]["name"]: p for p in self.kube.items(

@@ -9,6 +9,9 @@ and the pods' DNS names.  Standard library and `mqstore.client` only.
     get URL                           one JSON document (a writer's /v1/replication, say),
                                       or {"error": ...} if it cannot be fetched
 
+With MQSTORE_ACCESS_KEY and MQSTORE_SECRET_KEY in its environment (an account of the
+Broker's users Secret), every request is signed as that account; without them, unsigned.
+
 Every line it prints is one JSON object: `produce` prints one per PUT_OK, then a summary
 of every other outcome; `consume` and `check` print one summary.  A message body names its
 topic and its number in the run, so a body read back identifies its send."""
@@ -18,6 +21,7 @@ from __future__ import annotations
 import base64
 import collections
 import json
+import os
 import sys
 import threading
 import time
@@ -25,16 +29,29 @@ import urllib.request
 from typing import Any
 
 from mqstore.client import Consumer, MqstoreError, Producer
+from mqstore.services.auth.http_signature import signer_for
 
 PULL_MESSAGES_MAX = 32
 """The notifier's default `pull_messages_max`."""
 RECONNECT_PAUSE_S = 0.2
 """After a failed send: the writer may be restarting; do not spin."""
 CONSUME_TIMEOUT_S = 60.0
+ACCESS_KEY = os.environ.get("MQSTORE_ACCESS_KEY")
+SECRET_KEY = os.environ.get("MQSTORE_SECRET_KEY")
+"""The account every request is signed as (both None: unsigned)."""
 
 
 def emit(document: dict[str, Any]) -> None:
     print(json.dumps(document, separators=(",", ":")), flush=True)
+
+
+def open_url(url: str) -> Any:
+    """GET `url`, signed when KEYS are set (services/auth/http_signature.py)."""
+    request = urllib.request.Request(url)
+    signer = signer_for(ACCESS_KEY, SECRET_KEY)
+    for name, value in (signer.headers_for_url("GET", url, None) if signer else {}).items():
+        request.add_header(name, value)
+    return urllib.request.urlopen(request, timeout=10)
 
 
 def stop_at_end_of_input(stop: threading.Event) -> None:
@@ -49,7 +66,8 @@ def produce(url: str, topic: str, count: int, pace_ms: int) -> None:
     if count == 0:
         threading.Thread(target=stop_at_end_of_input, args=(stop,), daemon=True).start()
     outcomes: collections.Counter[str] = collections.Counter()
-    producer = Producer(url, retries_max=0, timeout_s=10)
+    producer = Producer(url, retries_max=0, timeout_s=10, access_key=ACCESS_KEY,
+                        secret_key=SECRET_KEY)
     sent = 0
     while not stop.is_set() and (count == 0 or sent < count):
         body = f"{topic}-{sent}"
@@ -57,9 +75,12 @@ def produce(url: str, topic: str, count: int, pace_ms: int) -> None:
         try:
             result = producer.send(topic, body)
         except MqstoreError as error:
-            outcomes[type(error).__name__] += 1
+            # Refusals by the users file by their status (UNAUTHORIZED, FORBIDDEN).
+            outcomes[error.status if error.http_status in (401, 403)
+                     else type(error).__name__] += 1
             producer.close()
-            producer = Producer(url, retries_max=0, timeout_s=10)
+            producer = Producer(url, retries_max=0, timeout_s=10, access_key=ACCESS_KEY,
+                        secret_key=SECRET_KEY)
             time.sleep(RECONNECT_PAUSE_S)
             continue
         outcomes[result.status] += 1
@@ -75,7 +96,8 @@ def produce(url: str, topic: str, count: int, pace_ms: int) -> None:
 def consume(url: str, group: str, topic: str, count: int) -> None:
     received: dict[str, list[int]] = {}
     deadline_s = time.monotonic() + CONSUME_TIMEOUT_S
-    with Consumer(url, group, topic) as consumer:
+    with Consumer(url, group, topic, access_key=ACCESS_KEY,
+                        secret_key=SECRET_KEY) as consumer:
         while len(received) < count and time.monotonic() < deadline_s:
             for message in consumer.poll(max_messages=PULL_MESSAGES_MAX, wait_ms=2000):
                 received[message.body.decode()] = [message.queue_id, message.queue_offset]
@@ -86,8 +108,7 @@ def consume(url: str, group: str, topic: str, count: int) -> None:
 
 def pull(url: str, topic: str, queue_id: int, offset: int) -> dict[str, Any]:
     query = f"offset={offset}&max_messages={PULL_MESSAGES_MAX}"
-    with urllib.request.urlopen(f"{url}/v1/topics/{topic}/queues/{queue_id}/messages?{query}",
-                                timeout=10) as answer:
+    with open_url(f"{url}/v1/topics/{topic}/queues/{queue_id}/messages?{query}") as answer:
         document: dict[str, Any] = json.loads(answer.read())
         return document
 
@@ -138,7 +159,7 @@ def get(url: str) -> None:
     """The JSON document at `url`, or {"error": ...}: right after a pod is replaced, its
     DNS name may still resolve to the old pod's address for the record's TTL."""
     try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
+        with open_url(url) as answer:
             emit(json.loads(answer.read()))
     except OSError as failure:
         emit({"error": repr(failure)})

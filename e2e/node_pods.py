@@ -31,11 +31,12 @@ def restricted_namespace(kube: Kube) -> str:
 
 def pod(name: str, namespace: str, image: str, commands: dict[str, list[str]], *,
         volumes: list[dict[str, Any]] | None = None,
-        mounts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        mounts: list[dict[str, Any]] | None = None,
+        env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One container per entry of `commands`, each run once to completion."""
     containers = [{"name": container, "image": image, "imagePullPolicy": "Never",
                    "command": command, "securityContext": RESTRICTED_CONTAINER,
-                   "volumeMounts": mounts or [],
+                   "volumeMounts": mounts or [], "env": env or [],
                    "resources": {"limits": {"memory": "256Mi"}}}
                   for container, command in commands.items()]
     return {"apiVersion": "v1", "kind": "Pod",
@@ -43,6 +44,14 @@ def pod(name: str, namespace: str, image: str, commands: dict[str, list[str]], *
             "spec": {"restartPolicy": "Never", "securityContext": RESTRICTED_POD,
                      "automountServiceAccountToken": False, "containers": containers,
                      "volumes": volumes or [], "terminationGracePeriodSeconds": 5}}
+
+
+def keys_env(users_secret: str) -> list[dict[str, Any]]:
+    """MQSTORE_ACCESS_KEY and MQSTORE_SECRET_KEY from a Broker's generated users Secret
+    (its admin's `accessKey` and `secretKey`), as an application pod would take them."""
+    return [{"name": name, "valueFrom": {"secretKeyRef": {"name": users_secret, "key": key}}}
+            for name, key in (("MQSTORE_ACCESS_KEY", "accessKey"),
+                              ("MQSTORE_SECRET_KEY", "secretKey"))]
 
 
 def python_command(script: str) -> list[str]:

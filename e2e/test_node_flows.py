@@ -98,7 +98,12 @@ def test_the_example_broker_runs_under_the_restricted_standard(
 def test_produce_through_the_service_and_consume_every_message(flow: Flow) -> None:
     """A client pod produces through the Broker's Service (DNS, kube-proxy, pod 0's writer)
     and a consumer group polls every acknowledged message back through the same Service,
-    each at the queue offset its PUT_OK named; the group's commit moves past all of them."""
+    each at the queue offset its PUT_OK named; the group's commit moves past all of them.
+    The Broker checks users (the operator generated its users Secret): unsigned sends are
+    refused and write nothing; signed as the Secret's admin, every send is acknowledged."""
+    unsigned = flow.client.produce(f"{flow.service}:{WRITER}", "Orders", 3)
+    assert unsigned.outcomes == {"UNAUTHORIZED": 3}, unsigned.outcomes
+    flow.client.sign_as(*flow.users_keys())
     produced = flow.client.produce(f"{flow.service}:{WRITER}", "Orders", 200)
     assert produced.outcomes == {"PUT_OK": 200}, produced.outcomes
     acks = flow.record("Orders", produced)

@@ -29,7 +29,7 @@ from . import monitoring
 from . import monitoring_manifests as manifests
 from .kube import Kube, condition, wait_for
 from .monitoring import MonitoringBuild, Stack
-from .node_pods import pod, python_command, restricted_namespace
+from .node_pods import keys_env, pod, python_command, restricted_namespace
 from .node_release import RELEASE, upgraded_release
 from .node_state import Node
 from .obs_checks import dashboard_problems, variable_problems
@@ -101,7 +101,8 @@ def _workload(image: str, namespace: str) -> dict[str, Any]:
     service = f"http://{BROKER}.{namespace}.svc"
     command = [*python_command(WORKLOAD.read_text()), f"{service}:8081", f"{service}:8083",
                str(WORKLOAD_DURATION_S), str(BURST_BYTES), str(BURST_EVERY_S)]
-    return pod("workload", namespace, image, {"traffic": command})
+    return pod("workload", namespace, image, {"traffic": command},
+               env=keys_env(f"{BROKER}-users"))
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,12 @@ class Signer:
         return sign_headers(access_key=self.access_key, secret_key=self._secret_key,
                             method=method, target=target, body=body)
 
+    def headers_for_url(self, method: str, url: str, body: bytes | None) -> dict[str, str]:
+        """`headers` for a whole URL (its path and query are what is signed)."""
+        split = urllib.parse.urlsplit(url)
+        target = split.path + (f"?{split.query}" if split.query else "")
+        return self.headers(method, target, body)
+
 
 def signer_for(access_key: str | None, secret_key: str | None) -> Signer | None:
     """A signer when both keys are given, None when neither (unsigned requests)."""
