@@ -29,4 +29,6 @@ echo "== e2e build";   time bash e2e/build-control-plane.sh
 echo "== node build";  time .venv/bin/python -c 'from e2e.node import build; build()'
 # The Prometheus Operator and the images of the monitoring test (e2e/build-monitoring.sh).
 echo "== monitoring build"; time .venv/bin/python -c 'from e2e.monitoring import build; build()'
+# kube-router, the real node's NetworkPolicy enforcer (e2e/build-netpol.sh).
+echo "== netpol build"; time .venv/bin/python -c 'from e2e.node_netpol import build; build()'
 echo "== e2e";         .venv/bin/pytest e2e
