@@ -13,6 +13,15 @@ complete() {
     if declare -F extra_complete >/dev/null; then extra_complete; fi
 }
 
+# With a complete build there already: names $bin_dir on stdout and ends the script.
+reuse_if_complete() {
+    if complete; then
+        log "reusing $bin_dir"
+        echo "$bin_dir"
+        exit 0
+    fi
+}
+
 # Makes the directories and takes the build lock .cache/e2e/$1 on fd 8 (held until exit).
 lock_bin_dir() {
     mkdir -p "$root/.cache/e2e" "$bin_dir"

@@ -23,11 +23,7 @@ log() { echo "build-control-plane: $*" >&2; }
 source e2e/bin-cache.sh
 
 lock_bin_dir build.lock
-if complete; then
-    log "reusing $bin_dir"
-    echo "$bin_dir"
-    exit 0
-fi
+reuse_if_complete
 
 need_go "the control plane"
 started=$(date +%s)

@@ -21,11 +21,7 @@ log() { echo "build-netpol: $*" >&2; }
 source e2e/bin-cache.sh
 
 lock_bin_dir build-netpol.lock
-if complete; then
-    log "reusing $bin_dir"
-    echo "$bin_dir"
-    exit 0
-fi
+reuse_if_complete
 
 need_go "kube-router"
 started=$(date +%s)

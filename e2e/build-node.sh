@@ -27,11 +27,7 @@ log() { echo "build-node: $*" >&2; }
 source e2e/bin-cache.sh
 
 lock_bin_dir build-node.lock
-if complete; then
-    log "reusing $bin_dir"
-    echo "$bin_dir"
-    exit 0
-fi
+reuse_if_complete
 
 need_go "the node's binaries"
 command -v gcc >/dev/null 2>&1 || { log "ERROR: no gcc (needed for the static pause binary)"; exit 1; }
