@@ -44,7 +44,7 @@ def test_status_table(store: MessageStore) -> None:
 
 def test_offset_too_small_and_found_null(tmp_path: Path) -> None:
     queue = ConsumeQueue(tmp_path / "queue", topic="T", queue_id=0, file_size_bytes=200,
-                         creating_directory=tmp_path / "creating")
+                         allocate_step_bytes=4096, creating_directory=tmp_path / "creating")
     for offset in range(12, 25):  # a queue whose first entry is offset 12: files 10.., 20..
         queue.put(physical_offset=offset * 100, size_bytes=100, tags_code=0,
                   queue_offset=offset)
