@@ -10,12 +10,12 @@ from pathlib import Path
 
 from mqstore.services.up import Supervisor, UpOptions
 from tests.abuse.transport_sockets import listening_addresses
-from tests.integration.three_services import free_port
+from tests.integration.three_services import free_ports
 
 
 def test_up_binds_every_listener_of_every_service_to_its_host(tmp_path: Path) -> None:
-    ports = {name: free_port() for name in ("writer", "indexer", "notifier", "remoting",
-                                              "forward")}
+    ports = free_ports(("writer", "indexer", "notifier", "remoting",
+                                              "forward"))
     said: list[str] = []
     (tmp_path / "data").mkdir()
     supervisor = Supervisor(UpOptions(data_dir=tmp_path / "data", ports=ports,

@@ -28,7 +28,7 @@ from mqstore.services.up import Supervisor, UpOptions
 from mqstore.services.writer.replication_handshake import HELLO, MAGIC
 from mqstore.services.writer.replication_protocol import encode_report
 from tests.abuse.transport_sockets import listening_addresses
-from tests.integration.three_services import free_port
+from tests.integration.three_services import free_ports
 from tests.remoting_clients.raw_remoting import GET_BROKER_CLUSTER_INFO, encode_request
 from tests.services.tls_certificates import Certificate, self_signed
 
@@ -44,7 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str,
     certificate = self_signed(root / "tls")
     config = root / "mqstore.yaml"
     config.write_text(yaml.safe_dump({"tls": certificate.tls_section()}))
-    ports = {name: free_port() for name in (*HTTP_SERVICES, "remoting", "forward")}
+    ports = free_ports((*HTTP_SERVICES, "remoting", "forward"))
     (root / "data").mkdir()
     supervisor = Supervisor(UpOptions(data_dir=root / "data", ports=ports, config=config),
                             say=lambda line: None)

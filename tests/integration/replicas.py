@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mqstore.services.up import replication_secret
-from tests.integration.three_services import SMALL_STORE, free_port
+from tests.integration.three_services import SMALL_STORE, free_ports
 from tests.processes import MQSTORE
 
 FAST_REPLICATION = {"heartbeat_interval_ms": 200, "housekeeping_interval_ms": 1000,
@@ -34,11 +34,13 @@ class Node:
         self.data_dir = root / name / "data"
         self.logs = root / name / "logs"
         self.logs.mkdir(parents=True)
-        self.ports = {service: free_port() for service in ("writer", "indexer", "notifier")}
-        self.replication_port = free_port()
         # Several replicas share one host: the writer's forward listener and the notifier's
         # remoting front take free ports too, not their defaults (8085, 9876).
-        forward_port = free_port()
+        ports = free_ports(("writer", "indexer", "notifier", "replication", "forward",
+                            "remoting"))
+        self.ports = {service: ports[service] for service in ("writer", "indexer", "notifier")}
+        self.replication_port = ports["replication"]
+        forward_port = ports["forward"]
         self.config = root / name / "mqstore.yaml"
         self.config.write_text(json.dumps({
             "data_dir": str(self.data_dir), "store": {**SMALL_STORE, **(store or {})},
@@ -46,7 +48,7 @@ class Node:
                             "secret_file": str(replication_secret(root)), **FAST_REPLICATION},
             "writer": {"forward_port": forward_port},
             "notifier": {"indexer_url": f"http://{host}:{self.ports['indexer']}"},
-            "remoting": {"port": free_port(), "writer_address": f"127.0.0.1:{forward_port}"},
+            "remoting": {"port": ports["remoting"], "writer_address": f"127.0.0.1:{forward_port}"},
         }))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.starts = 0

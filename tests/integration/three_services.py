@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 from tests.processes import MQSTORE
@@ -20,16 +22,23 @@ SMALL_STORE = {"segment_size_bytes": 1 << 20, "message_body_size_bytes_max": 64 
                "index_hash_slot_count": 1024, "index_count_max": 4096}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def free_ports(names: Iterable[str]) -> dict[str, int]:
+    """A free port of 127.0.0.1 for each name, all different: every probe stays bound until
+    the last is chosen (a probe closed before the next is bound may be handed the same
+    port again, and two listeners of one test then collide)."""
+    with contextlib.ExitStack() as stack:
+        probes = {}
+        for name in names:
+            probe = stack.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            probes[name] = probe
+        return {name: int(probe.getsockname()[1]) for name, probe in probes.items()}
 
 
 class ThreeServices:
     def __init__(self, tmp_path: Path, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.ports = {name: free_port() for name in SERVICES}
+        self.ports = free_ports(SERVICES)
         self.config = tmp_path / "mqstore.yaml"
         self.config.write_text(json.dumps({"data_dir": str(data_dir), "store": SMALL_STORE}))
         self.logs = tmp_path / "logs"

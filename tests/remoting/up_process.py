@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.integration.three_services import free_port
+from tests.integration.three_services import free_ports
 from tests.processes import MQSTORE
 
 UP_READY_LINE = "mqstore is up"
@@ -21,8 +21,8 @@ def mqstore_up(tmp_path: Path, *, ready_timeout_s: float = 120.0,
                settings: dict[str, str] | None = None) -> Iterator[dict[str, int]]:
     """Yield the ports of a running `mqstore up`; stop it with SIGINT after.  `settings` are
     extra `MQSTORE_SECTION__KEY` variables for its services (e.g. the users file)."""
-    ports = {name: free_port() for name in ("writer", "indexer", "notifier", "remoting",
-                                              "forward")}
+    ports = free_ports(("writer", "indexer", "notifier", "remoting",
+                                              "forward"))
     log_path = tmp_path / "up.log"
     command = [*MQSTORE, "up", "--data", str(tmp_path / "data"),
                *(item for name, port in ports.items()
