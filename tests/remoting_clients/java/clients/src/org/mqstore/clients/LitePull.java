@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Map;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.exception.MQClientException;
-import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -74,15 +73,6 @@ final class LitePull {
             consumer.shutdown();
         }
         return out;
-    }
-
-    /**
-     * A new group that starts at the end of each queue: where the broker answers "no offset"
-     * (RocketMQ does once a queue's first message has left memory), assign pulls nothing
-     * before the caller's seek; on a young queue the broker answers offset 0 instead.
-     */
-    static void startAtEnd(DefaultLitePullConsumer consumer) {
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
     }
 
     /**
