@@ -19,6 +19,7 @@ from mqstore.services.auth import load_users
 from mqstore.services.cli import main
 from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import IndexerSettings, WriterSettings
+from mqstore.services.common.topics_settings import TopicsSettings
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.notifier import create_app as create_notifier_app
@@ -76,8 +77,11 @@ def deployment(store_dir: Path, *, users_file: Path | None = None) -> Iterator[D
         notifier = create_notifier_app(view, ConsumerOffsets(store_dir, lock_timeout_ms=5000),
                                        notifier_settings(), users=users, auth=auth)
         urls["notifier"] = stack.enter_context(app_on_thread(notifier))
+        # The writer looks at config/topics.json at every produce: a topic created by a
+        # command binds at once (in service, within topics_file_check_interval_ms).
         urls["writer"] = stack.enter_context(app_on_thread(create_writer_app(
-            writer, WriterSettings(), users=users, auth=auth)))
+            writer, WriterSettings(), topics=TopicsSettings(topics_file_check_interval_ms=0),
+            users=users, auth=auth)))
         yield Deployment(store_dir, writer, indexer, urls)
         hub.close()
 

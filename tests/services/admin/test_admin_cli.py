@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mqstore.client import Consumer
+from mqstore.client import Consumer, Producer
 from tests.services.admin.deployment import Deployment, admin, deployment, until
 
 
@@ -51,6 +51,10 @@ def test_topics_are_listed_described_created_and_deleted(
     assert (created.code, created.out) == (0, "created topic Fresh with 2 queue(s)\n")
     topics_file = json.loads((running.store_dir / "config" / "topics.json").read_text())
     assert topics_file["topics"]["Fresh"]["write_queue_nums"] == 2
+    with Producer(running.urls["writer"]) as producer:  # no queue named: the writer picks
+        assert {producer.send("Fresh", b"f").queue_id for _ in range(6)} == {0, 1}
+    until(lambda: admin(capsys, "topics", "describe", "Fresh", "--output", "json",
+                        *options).json()["message_count"] == 6)
     assert admin(capsys, "topics", "list", "--output", "json", *options).json() == {
         "topics": ["Fresh", "Orders"]}
     assert admin(capsys, "topics", "list", *options).out.split() == ["TOPIC", "Fresh",
