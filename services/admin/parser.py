@@ -31,6 +31,8 @@ from .context import Admin
 from .endpoints import find_endpoints
 from .output import OUTPUTS, Report, show
 
+EXIT_INTERRUPTED = 130
+"""The shell's code for a command ended by SIGINT (128 + 2)."""
 ACCESS_KEY_ENV = "MQSTORE_ACCESS_KEY"
 SECRET_KEY_ENV = "MQSTORE_SECRET_KEY"
 TIMEOUT_MS_DEFAULT = 10_000
@@ -182,6 +184,9 @@ def run(arguments: argparse.Namespace) -> int:
     except AdminError as error:
         print(f"mqstore admin: {error}", file=sys.stderr)
         return error.exit_code
+    except KeyboardInterrupt:  # Ctrl-C during a call: nothing to clean up, no traceback
+        print("mqstore admin: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _admin(arguments: argparse.Namespace) -> Admin:
