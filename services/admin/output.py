@@ -45,7 +45,7 @@ def show(report: Report, *, output: str, say: Callable[[str], None]) -> None:
 
 def render(table: Table) -> list[str]:
     cells = [[_cell(value) for value in row] for row in table.rows]
-    numeric = [all(_is_number(row[column]) for row in table.rows) and bool(table.rows)
+    numeric = [_numeric_column([row[column] for row in table.rows])
                for column in range(len(table.columns))]
     widths = [max([len(name)] + [len(row[column]) for row in cells])
               for column, name in enumerate(table.columns)]
@@ -73,5 +73,11 @@ def _cell(value: object) -> str:
     return str(value).replace("\n", " ")
 
 
-def _is_number(value: object) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+def _numeric_column(values: Sequence[object]) -> bool:
+    """Right-aligned: integers, with `-` for the rows that have none (a queue never
+    committed on); a column of nothing but blanks is text."""
+    def is_int(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    return any(is_int(value) for value in values) and all(
+        value is None or is_int(value) for value in values)
