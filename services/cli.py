@@ -30,6 +30,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from mqstore.services.admin.parser import add_admin
 from mqstore.services.up import UP_PORTS
 from mqstore.storage import (
     ConfigError,
@@ -129,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"the {name}'s port (default {port})")
     up.set_defaults(handler=_up)
     _add_pipeline(commands)
-
+    add_admin(commands)  # mqstore admin: services/admin/
     indexer = commands.add_parser("indexer", help="run the reput/indexer service")
     indexer.add_argument("--config", type=Path, required=True,
                          help="the services' YAML config file (MQSTORE_* variables override it)")

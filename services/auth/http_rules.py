@@ -16,6 +16,7 @@
 | notifier | GET  /v1/messages/{physical_offset}                     | admin (a position names no |
 |          |                                                         | topic before it is read)   |
 | notifier | GET  /v1/topics                                         | any user                   |
+| notifier | GET  /v1/groups                                         | admin (every group's name) |
 | notifier | PUT, DELETE /v1/topics/{topic}                          | admin (as RocketMQ's topic |
 |          |                                                         | admin codes)               |
 | indexer  | GET  /v1/notices                                        | admin (every topic's       |
@@ -83,6 +84,7 @@ NOTIFIER_RULES: RouteRules = {
     ("GET", "/v1/topics/{topic}/queues/{queue_id}/offset-by-time"): _read_topic,
     ("GET", "/v1/messages/{physical_offset}"): _admin,
     ("GET", "/v1/topics"): _any_user,
+    ("GET", "/v1/groups"): _admin,
     ("GET", "/v1/topics/{topic}/queues"): _read_topic,
     ("PUT", "/v1/topics/{topic}"): _admin,
     ("DELETE", "/v1/topics/{topic}"): _admin,

@@ -29,7 +29,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 TOPICS_FILE = Path("config") / "topics.json"
@@ -63,10 +65,13 @@ def system_topic_refusal(topic: str, *, send_back: bool) -> str | None:
 
 
 class TopicsFile(NamedTuple):
-    """What the file says: topics created explicitly, topics deleted."""
+    """What the file says: topics created explicitly, topics deleted, and the write queue
+    count each created topic was given (`mqstore admin topics create --queues`,
+    `mqadmin updateTopic -w`)."""
 
     created: frozenset[str]
     deleted: frozenset[str]
+    write_queue_counts: Mapping[str, int] = MappingProxyType({})
 
 
 EMPTY = TopicsFile(frozenset(), frozenset())
@@ -104,7 +109,10 @@ class TopicsFileReader:
         cannot be parsed is treated as empty until its writer replaces it."""
         try:
             document = json.loads(self._path.read_text(encoding="utf-8"))
-            return TopicsFile(frozenset(document.get("topics", {})),
-                              frozenset(document.get("deleted", [])))
+            topics = document.get("topics", {})
+            counts = {name: row["write_queue_nums"] for name, row in topics.items()
+                      if isinstance(row, dict) and type(row.get("write_queue_nums")) is int}
+            return TopicsFile(frozenset(topics), frozenset(document.get("deleted", [])),
+                              MappingProxyType(counts))
         except (OSError, ValueError, AttributeError, TypeError):
             return EMPTY

@@ -4,6 +4,7 @@
     POST /v1/groups/{group}/topics/{topic}/poll          a group's poll across a topic
     POST /v1/groups/{group}/offsets                      commit offsets
     GET  /v1/groups/{group}/offsets?topic=               fetch offsets
+    GET  /v1/groups                                      groups with offsets, their topics
     GET  /v1/topics/{topic}/messages?key=                lookup by key
     GET  /v1/topics/{topic}/queues/{queue_id}/offset-by-time?timestamp_ms=
     GET  /v1/messages/{physical_offset}                  lookup by commit log position
@@ -140,7 +141,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
         return state.background_failure
 
     add_common_routes(app, registry=metrics.registry,
-                      openapi=notifier_openapi(view.config, settings),
+                      openapi=notifier_openapi(view.config, settings,
+                                             queue_count_max=admin.queue_count_max),
                       not_ready=not_ready)
     return app
 
@@ -155,6 +157,7 @@ def _add_routes(router: web.UrlDispatcher, handlers: NotifierHandlers, admin: To
     router.add_post("/v1/groups/{group}/offsets", handlers.commit_offsets,
                     expect_handler=expect)
     router.add_get("/v1/groups/{group}/offsets", handlers.fetch_offsets, allow_head=False)
+    router.add_get("/v1/groups", handlers.groups, allow_head=False)
     router.add_get("/v1/topics/{topic}/messages", handlers.messages_by_key, allow_head=False)
     router.add_get("/v1/topics/{topic}/queues/{queue_id}/offset-by-time",
                    handlers.offset_by_time, allow_head=False)

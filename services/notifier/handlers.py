@@ -164,6 +164,16 @@ class NotifierHandlers:
         return json_response(_offsets_json(
             group, topic, self._stored(lambda: self._offsets.fetch(group, topic))))
 
+    async def groups(self, request: web.Request) -> web.Response:
+        """GET /v1/groups: every group with committed offsets and its topics (read-only; the
+        files of config/consumer-offsets/, storage/files/consumer_offsets.py)."""
+        try:
+            found = await asyncio.to_thread(self._offsets.groups)
+        except StoreFormatError as error:
+            raise ServiceError(500, "OFFSETS_CORRUPT", str(error)) from None
+        return json_response({"groups": [{"group": group, "topics": topics}
+                                         for group, topics in found.items()]})
+
     @staticmethod
     def _stored(read: Callable[[], dict[int, int]]) -> dict[int, int]:
         try:

@@ -11,7 +11,7 @@ import inspect
 from typing import Any
 
 from mqstore.services.common import openapi
-from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.common.config_file import NotifierSettings, WriterSettings
 from mqstore.storage import GetStatus, StoreConfig
 from mqstore.storage.files import consumer_offsets as offsets_module
 from mqstore.storage.files.consumer_offsets import GROUP_NAME_BYTES_MAX, OFFSET_MAX, QUEUE_ID_MAX
@@ -98,6 +98,14 @@ GROUP_OFFSETS_SCHEMA: dict[str, Any] = {
                    "offsets": OFFSETS}}
 
 
+GROUPS_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["groups"],
+    "properties": {"groups": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": ["group", "topics"],
+        "properties": {"group": {"type": "string"},
+                       "topics": {"type": "array", "items": {"type": "string"}}}}}}}
+
+
 def _query(name: str, description: str, *, required: bool = False,
            schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": required, "description": description,
@@ -124,8 +132,12 @@ def _post(summary: str, parameters: list[dict[str, Any]], body: dict[str, Any],
                          **(extra or {})}}}
 
 
-def _topic_admin(topic: dict[str, Any]) -> dict[str, Any]:
+def _topic_admin(topic: dict[str, Any], *, queue_count_max: int) -> dict[str, Any]:
     """PUT and DELETE /v1/topics/{topic} (topic_admin.py): no request body."""
+    queue_count = _query("queue_count", "The topic's read and write queue count "
+                         "(1..writer.topic_queue_count; default: all of them).",
+                         schema={**openapi.integer_schema(minimum=1, maximum=queue_count_max),
+                                 "default": queue_count_max})
     def answer(properties: dict[str, Any]) -> dict[str, Any]:
         return {"description": "OK.", "content": openapi.json_content({
             "type": "object", "additionalProperties": False, "required": list(properties),
@@ -133,11 +145,12 @@ def _topic_admin(topic: dict[str, Any]) -> dict[str, Any]:
 
     bad_name = openapi.error_response("The topic name breaks its rule.")
     return {
-        "put": {"summary": "Create a topic (idempotent), with the writer's topic_queue_count "
-                           "queues: writable even with topics.auto_create off.",
-                "parameters": [topic], "responses": {
+        "put": {"summary": "Create a topic (idempotent) with queue_count queues: writable "
+                           "even with topics.auto_create off.",
+                "parameters": [topic, queue_count], "responses": {
                     "200": answer({"topic": {"type": "string"}, "queue_count": INTEGER}),
-                    "400": bad_name,
+                    "400": openapi.error_response("The topic name or queue_count breaks its "
+                                                  "rule."),
                     "403": openapi.error_response("NO_PERMISSION: a system topic."),
                     "409": openapi.error_response("The table holds topics.topics_max topics "
                                                   "already.")}},
@@ -183,8 +196,10 @@ def _pull_paths(topic: dict[str, Any], settings: NotifierSettings) -> dict[str, 
     }
 
 
-def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
-    """The routes, with the bounds of `config` (topic names, lookups) and `settings`."""
+def _paths(config: StoreConfig, settings: NotifierSettings, *,
+           queue_count_max: int) -> dict[str, Any]:
+    """The routes, with the bounds of `config` (topic names, lookups), `settings` and the
+    writer's `queue_count_max` (topic_queue_count)."""
     topic_schema = openapi.name_schema(size_bytes_max=config.topic_size_bytes_max)
     topic = {"name": "topic", "in": "path", "required": True, "schema": topic_schema}
     commit_body = {"type": "object", "additionalProperties": False,
@@ -194,7 +209,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
                                  "Replace the stored offsets (may move them back)."}}}
     return {
         **_pull_paths(topic, settings),
-        "/v1/topics/{topic}": _topic_admin(topic),
+        "/v1/topics/{topic}": _topic_admin(topic, queue_count_max=queue_count_max),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",
                     [GROUP], commit_body, _ref("GroupOffsets"), extra={
@@ -232,6 +247,9 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
                    "500": openapi.error_response(
                        "MESSAGE_CORRUPT: the record there is damaged (its body fails its "
                        "CRC); it is never served.")}),
+        "/v1/groups": _get("Every consumer group with committed offsets, with the topics "
+                           "it committed on.", [], GROUPS_SCHEMA, extra={
+                               "500": openapi.error_response("An offsets file is corrupt.")}),
         "/v1/topics": _get("The topics created or with consume queues, less the deleted.", [], {
             "type": "object", "required": ["topics"],
             "properties": {"topics": {"type": "array", "items": {"type": "string"}}}}),
@@ -245,14 +263,17 @@ def _paths(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
     }
 
 
-def notifier_openapi(config: StoreConfig, settings: NotifierSettings) -> dict[str, Any]:
-    """The document for a notifier reading with `config` and running with `settings`."""
+def notifier_openapi(config: StoreConfig, settings: NotifierSettings, *,
+                     queue_count_max: int = WriterSettings().topic_queue_count
+                     ) -> dict[str, Any]:
+    """The document for a notifier reading with `config` and running with `settings`, whose
+    topics have at most `queue_count_max` queues (the writer's topic_queue_count)."""
     description = "\n\n".join(inspect.cleandoc(module.__doc__ or "")
                               for module in (pulls, requests, offsets_module))
     return openapi.document(
         title="mqstore pull-notifier", version="1",
         description="Serves consumers from the volume: pulls with long polling, consumer "
                     "group offsets, lookups.\n\n" + description,
-        paths=_paths(config, settings),
+        paths=_paths(config, settings, queue_count_max=queue_count_max),
         schemas={"Message": MESSAGE_SCHEMA, "Pull": PULL_SCHEMA, "Poll": POLL_SCHEMA,
                  "GroupOffsets": GROUP_OFFSETS_SCHEMA})

@@ -1,6 +1,7 @@
 """The notifier's topic administration: create and delete topics over HTTP.
 
-    PUT    /v1/topics/{topic}      create it (with the writer's topic_queue_count queues)
+    PUT    /v1/topics/{topic}      create it (?queue_count=, default the writer's
+                                   topic_queue_count queues)
     DELETE /v1/topics/{topic}      delete it
 
 The notifier owns `config/topics.json` (services/remoting/topics.py: the remoting front
@@ -28,7 +29,7 @@ from mqstore.services.common.topics_file import is_system_topic
 from mqstore.services.remoting.codes import MESSAGE_ILLEGAL, RemotingError
 from mqstore.services.remoting.topics import PERM_READ_WRITE, TopicConfig, TopicTable
 
-from .requests import check_topic
+from .requests import check_topic, query_int
 
 
 class TopicAdmin:
@@ -37,12 +38,16 @@ class TopicAdmin:
         self._topic_bytes_max = topic_bytes_max
 
     async def create(self, request: web.Request) -> web.Response:
-        """PUT /v1/topics/{topic}: idempotent; 403 for a system topic, 409 when the table
-        holds `topics_max` topics already."""
+        """PUT /v1/topics/{topic}?queue_count=: idempotent (a second PUT sets the count it
+        names); 403 for a system topic, 409 when the table holds `topics_max` topics already.
+        `queue_count` (1..the writer's topic_queue_count, default all of them) is the topic's
+        read and write queue count, as `mqadmin updateTopic -r -w` sets it: the routes the
+        remoting front answers name that many queues."""
         topic = check_topic(request.match_info["topic"], size_bytes_max=self._topic_bytes_max)
         if is_system_topic(topic):
             raise ServiceError(403, "NO_PERMISSION", f"topic {topic} is a system topic")
-        count = self._table.queue_count_max
+        count = query_int(request, "queue_count", minimum=1, maximum=self.queue_count_max,
+                          default=self.queue_count_max, setting="writer.topic_queue_count")
         try:
             self._table.create(TopicConfig(topic, count, count, PERM_READ_WRITE))
         except RemotingError as error:
@@ -56,6 +61,11 @@ class TopicAdmin:
         if not self._table.delete(topic):
             raise ServiceError(404, "TOPIC_NOT_EXIST", f"topic {topic} does not exist")
         return json_response({"topic": topic, "deleted": True})
+
+    @property
+    def queue_count_max(self) -> int:
+        """The writer's `topic_queue_count`: the most queues a topic may have."""
+        return self._table.queue_count_max
 
     def names(self) -> list[str]:
         """Topics created or holding queues, less the deleted ones (GET /v1/topics)."""

@@ -61,7 +61,8 @@ class WriterHandlers:
         self.gate = gate
         """Which topics a produce may write (topic_gate.py); the forward listener asks it
         too."""
-        self._rules = MessageRules(store.config, settings)
+        self._rules = MessageRules(store.config, settings,
+                                   write_queue_count=gate.write_queue_count)
         self._sync = store.put_waits
         """Sync flush or sync master: await the acknowledgement (the loop never blocks)."""
         self._completions: LoopCompletions | None = None

@@ -25,7 +25,7 @@ one message is illegal.  Errors name the message: `messages[3].queue_id` for JSO
 from __future__ import annotations
 
 import binascii
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 from aiohttp import web
@@ -139,7 +139,11 @@ def _json_body(document: dict[str, object], *, where: str) -> bytes:
 class MessageRules:
     """The writer's checks on messages, and the queue choice for messages without one."""
 
-    def __init__(self, config: StoreConfig, settings: WriterSettings) -> None:
+    def __init__(self, config: StoreConfig, settings: WriterSettings, *,
+                 write_queue_count: Callable[[str], int | None] = lambda topic: None) -> None:
+        """`write_queue_count`: the queues a created topic has (None: topic_queue_count);
+        messages that name no queue go round robin over those."""
+        self._write_queue_count = write_queue_count
         self._topic_size_bytes_max = config.topic_size_bytes_max
         self._body_size_bytes_max = config.message_body_size_bytes_max
         self._batch_size_bytes_max = config.put_batch_size_bytes_max
@@ -168,7 +172,8 @@ class MessageRules:
             if queue_id is None:
                 queue_id = chosen[topic]
                 if queue_id < 0:
-                    queue_id = chosen[topic] = self.queues.choose(topic)
+                    queue_id = chosen[topic] = self.queues.choose(
+                        topic, queue_count=self._write_queue_count(topic))
             elif not 0 <= queue_id < queue_count:
                 raise illegal(f"{_at(where, index, batch)}.queue_id={queue_id} must be in "
                               f"0..{queue_count - 1} (topic_queue_count={queue_count})")

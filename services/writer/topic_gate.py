@@ -60,6 +60,11 @@ class TopicGate:
         self._file = TopicsFileReader(
             data_dir, check_interval_ms=settings.topics_file_check_interval_ms)
 
+    def write_queue_count(self, topic: str) -> int | None:
+        """The write queue count `topic` was created with (config/topics.json), None for a
+        topic created by a produce: a message that names no queue goes to one of these."""
+        return self._file.current().write_queue_counts.get(topic)
+
     @property
     def known_count(self) -> int:
         return len(self._known)

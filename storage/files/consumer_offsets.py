@@ -151,6 +151,26 @@ class ConsumerOffsets:
         except FileNotFoundError:
             return 0
 
+    def groups(self) -> dict[str, list[str]]:
+        """Every group with an offsets file and the topics it committed on, by name: what
+        an operator lists (`GET /v1/groups`).  A file whose name breaks the group rules
+        (left by hand) is not a group and is skipped; a corrupt one raises
+        StoreFormatError, as a fetch of it would.  At most `groups_max` files are read."""
+        try:
+            with os.scandir(self.directory) as entries:
+                names = sorted(entry.name[:-len(OFFSETS_FILE_SUFFIX)] for entry in entries
+                               if entry.name.endswith(OFFSETS_FILE_SUFFIX))
+        except FileNotFoundError:
+            return {}
+        found: dict[str, list[str]] = {}
+        for name in names[:self.groups_max]:
+            try:
+                validate_group(name)
+            except GroupNameError:
+                continue
+            found[name] = sorted(self._read(name))
+        return found
+
     def _check_room_for_group(self, group: str) -> None:
         """Called under `group`'s lock when it has no file yet: one more file allowed?"""
         count = self.group_count()

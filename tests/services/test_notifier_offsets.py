@@ -143,3 +143,20 @@ def test_a_corrupt_offsets_file_is_named_and_left_alone(store_dir: Path) -> None
     assert answer["error"]["status"] == "OFFSETS_CORRUPT"
     assert "g.json" in answer["error"]["reason"]
     assert offsets.path("g").read_text() == '{"version": 1, "topics": {"Orders": {"0": "ten"}}}'
+
+
+def test_groups_are_listed_with_their_topics_and_a_corrupt_file_is_500(store_dir: Path) -> None:
+    async def scenario() -> None:
+        async with notifier_app(store_dir, settings()) as (client, _, _):
+            assert await (await client.get("/v1/groups")).json() == {"groups": []}
+            await _commit(client, "billing", {"0": 2})
+            await _commit(client, "audit", {"1": 1})
+            listed = await (await client.get("/v1/groups")).json()
+            assert listed == {"groups": [{"group": "audit", "topics": ["Orders"]},
+                                         {"group": "billing", "topics": ["Orders"]}]}
+            (store_dir / "config" / "consumer-offsets" / "audit.json").write_text("{junk")
+            broken = await client.get("/v1/groups")
+            assert broken.status == 500
+            assert (await broken.json())["error"]["status"] == "OFFSETS_CORRUPT"
+
+    run(scenario)
