@@ -276,17 +276,28 @@ class MessageStore:
         """Why the embedded indexer waits to dispatch (a full disk: it retries), or None."""
         return self._indexer.stalled_reason if self._indexer is not None else None
 
-    def wait_dispatched(self, *, timeout_ms: int) -> bool:
-        """Wait until everything committed now is dispatched (the consume queues and the
-        index hold it); False if it was not within `timeout_ms`.  Reads right after a put
-        use this: dispatch runs in the background."""
-        target = self.committed_position
+    def wait_dispatched(self, end_position: int | None = None, *, timeout_ms: int) -> bool:
+        """Wait until the consume queues and the index hold every record below
+        `end_position` (a put's `PutResult.end_position`; default: everything put so far,
+        the written end); False if they did not within `timeout_ms` or dispatch failed.
+
+        Reads right after a put use this, since dispatch runs in the background.  The
+        target is the written end, not the committed one: with the pool on, a put is
+        committed (readable) only by the commit service's next pass, which this wakes."""
+        written = self.written_position
+        target = written if end_position is None else end_position
+        if target > written:
+            raise ValueError(f"end_position {target} is past the written end {written}")
+        commit_service = self._wiring.commit_service
         deadline = time.monotonic() + timeout_ms / 1000
         while self.dispatched_position < target:
-            if self._indexer is None or self._indexer.failure is not None or \
-                    time.monotonic() >= deadline:
+            if (self._indexer is not None and self._indexer.failure is not None) or \
+                    self._failure is not None or time.monotonic() >= deadline:
                 return False
-            self._indexer.wake_dispatch()
+            if commit_service is not None and self.committed_position < target:
+                commit_service.wakeup()
+            if self._indexer is not None:
+                self._indexer.wake_dispatch()
             time.sleep(0.001)
         return True
 
