@@ -33,6 +33,7 @@ from .reads.get import GetResult
 from .reads.store_reads import StoreReads
 from .replication.replication import Replication
 from .stats import StoreStats
+from .store_sizes import embedded_config
 from .wiring import StoreHandlers, wire
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,12 @@ class MessageStore:
         `listener` gets the batched "queue advanced" notices of the embedded indexer.
         `on_readable` (masters) is called, on the appending or committing thread, whenever
         bytes a follower may read have grown; it must be cheap and must not block (the
-        writer service's replication server wakes its senders with it)."""
-        config = config or StoreConfig()
+        writer service's replication server wakes its senders with it).
+
+        Without a `config`: the directory's own sizes, for a new store the embedded
+        profile's (64 MiB segments, a 21 MB index file; store_sizes.py)."""
         directory = Path(directory)
+        config = config or embedded_config(directory)
         opened = open_directory(directory, config)
         try:
             store = cls(directory, config, opened, listener=listener, on_readable=on_readable)
@@ -281,9 +285,9 @@ class MessageStore:
         `end_position` (a put's `PutResult.end_position`; default: everything put so far,
         the written end); False if they did not within `timeout_ms` or dispatch failed.
 
-        Reads right after a put use this, since dispatch runs in the background.  The
-        target is the written end, not the committed one: with the pool on, a put is
-        committed (readable) only by the commit service's next pass, which this wakes."""
+        Reads right after a put use this.  The target is the written end, not the
+        committed one: with the pool on, the commit service's next pass (woken here)
+        makes a put readable."""
         written = self.written_position
         target = written if end_position is None else end_position
         if target > written:
@@ -389,7 +393,6 @@ class MessageStore:
             self._wiring.group_commit.fail_all()
         if self._wiring.transfer is not None:
             self._wiring.transfer.fail_all()
-
 
 
 def _no_queue(topic: str, queue_id: int) -> None:
