@@ -45,8 +45,9 @@ def add_subcommands(parser: argparse.ArgumentParser) -> None:
     reindex.add_argument("store", type=Path)
     reindex.add_argument("output", type=Path)
     reindex.add_argument("--store-option", action="append", default=[], metavar="NAME=VALUE",
-                         help="a StoreConfig field the store was written with, e.g. "
-                              "index_count_max=4096 (repeatable)")
+                         help="a StoreConfig field (repeatable); sizes are read from the "
+                              "store, and the index counts are needed only for an index of a "
+                              "length no profile of the project writes")
     reindex.add_argument("--queue-tasks", type=int, default=8)
     for job in (export, stats, verify, reindex):
         job.add_argument("--master", default=None,

@@ -84,9 +84,8 @@ def detected_sizes(directory: Path, *,
     queue_file = _first_queue_file(directory / CONSUME_QUEUE_DIRECTORY)
     if queue_file is not None:
         found["consume_queue_file_size_bytes"] = queue_file.stat().st_size
-    index_file = _first_file(directory / INDEX_DIRECTORY, index=True)
-    if index_file is not None:
-        size_bytes = index_file.stat().st_size
+    size_bytes = index_file_length(directory)
+    if size_bytes is not None:
         candidates = (*([index_geometry] if index_geometry else []), *index_geometries())
         for geometry in candidates:
             if geometry.size_bytes == size_bytes:
@@ -94,6 +93,12 @@ def detected_sizes(directory: Path, *,
                 found["index_count_max"] = geometry.index_count_max
                 break
     return found
+
+
+def index_file_length(directory: Path) -> int | None:
+    """The length of the directory's first index file, None without one."""
+    index_file = _first_file(directory / INDEX_DIRECTORY, index=True)
+    return index_file.stat().st_size if index_file is not None else None
 
 
 def embedded_config(directory: Path | None, **overrides: object) -> StoreConfig:
