@@ -41,8 +41,8 @@ def test_a_new_store_gets_the_embedded_profile() -> None:
 
 def test_an_option_the_files_contradict_is_refused(tmp_path: Path) -> None:
     assert main(["produce", str(tmp_path), "--count", "5", "--segment-mib", "1"]) == 0
-    with pytest.raises(ValueError, match="store.segment_size_bytes=2097152: the store's "
-                                         "files .* were made with 1048576"):
+    with pytest.raises(ValueError, match=r"store\.segment_size_bytes=2097152: the store's "
+                                         r"files .* were made with 1048576"):
         store_config_from_options({"store.segment_size_bytes": str(2 << 20)},
                                   directory=tmp_path)
 
@@ -52,7 +52,7 @@ def test_an_index_of_unknown_counts_needs_them_given(tmp_path: Path) -> None:
                                           index_count_max=777)
     with MessageStore.open(tmp_path, made) as store:
         store.put(Message("Demo", 0, b"x", keys=("k",)))
-    with pytest.raises(ValueError, match="give the options store.index_hash_slot_count"):
+    with pytest.raises(ValueError, match=r"give the options store\.index_hash_slot_count"):
         store_config_from_options({}, directory=tmp_path)
     config = store_config_from_options({"store.index_hash_slot_count": "333",
                                         "store.index_count_max": "777"}, directory=tmp_path)
