@@ -26,11 +26,11 @@ from pathlib import Path
 from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
 from mqstore.storage.store_sizes import (
-    EMBEDDED_FIELDS,
     IndexGeometry,
     config_with_sizes,
     detected_sizes,
     index_file_length,
+    profile_fields,
 )
 
 OPTION_PREFIX = "store."
@@ -66,7 +66,7 @@ def store_config_from_options(options: Mapping[str, str], *, directory: Path | N
             raise ValueError(f"option {OPTION_PREFIX}{name}={given[name]}: the store's files "
                              f"in {directory} were made with {size}")
     try:
-        return config_with_sizes({**EMBEDDED_FIELDS, **given, **detected, **fixed})
+        return config_with_sizes({**profile_fields(detected), **given, **detected, **fixed})
     except (ConfigError, TypeError) as error:
         raise ValueError(f"store options: {error}") from None
 

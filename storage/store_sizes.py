@@ -10,7 +10,9 @@ reads them here instead of assuming its own defaults.
 An index file's length does not say how it splits into slots and entries, nor does its
 header (which counts the slots used, not the slots).  The geometries the project's own
 profiles write are known (`index_geometries`): a file of one of their lengths is read as
-that geometry, and a file of any other length needs the two counts given.
+that geometry, and a file of any other length needs the two counts given.  Sizes no file
+fixes yet (a store with segments but no consume queue or index file) come from the profile
+its segment size points at (`profile_fields`).
 
 The embedded profile is what `MessageStore.open(directory)` without a config, and
 `mqstore produce DIR`, make for a new store: a server's defaults (1 GiB segments, prepared
@@ -106,10 +108,20 @@ def embedded_config(directory: Path | None, **overrides: object) -> StoreConfig:
     win: a store's sizes are set when its first files are made).  A segment of 1 GiB or
     more is configured as a server's; a smaller one scales the other size maxima down with
     it (`StoreConfig.for_small_segments`)."""
-    fields = {**EMBEDDED_FIELDS, **overrides}
-    if directory is not None:
-        fields.update(detected_sizes(directory))
-    return config_with_sizes(fields)
+    detected = detected_sizes(directory) if directory is not None else {}
+    return config_with_sizes({**profile_fields(detected), **overrides, **detected})
+
+
+def profile_fields(detected: dict[str, int]) -> dict[str, object]:
+    """The fields of the profile a store was most likely made with, for the sizes its
+    files do not fix yet (a store with segments but no queue or index file): the
+    embedded profile for a new store or one of its segment size; otherwise none, so that
+    a server's store (1 GiB) gets the defaults and a test's small one their scaled-down
+    sizes (`config_with_sizes`)."""
+    segment_size_bytes = detected.get("segment_size_bytes")
+    if segment_size_bytes is None or segment_size_bytes == EMBEDDED_SEGMENT_SIZE_BYTES:
+        return dict(EMBEDDED_FIELDS)
+    return {}
 
 
 def config_with_sizes(fields: dict[str, object]) -> StoreConfig:

@@ -77,3 +77,13 @@ def test_embedded_config_keeps_an_existing_stores_segment_size(tmp_path: Path) -
     config = embedded_config(tmp_path, segment_size_bytes=64 << 20)
     assert config.segment_size_bytes == 1 << 20
     assert config.message_body_size_bytes_max <= (1 << 20) // 4
+
+
+def test_sizes_no_file_fixes_yet_come_from_the_profile_of_the_segment_size(
+        tmp_path: Path) -> None:
+    small = StoreConfig.for_small_segments(1 << 20)
+    MessageStore.open(tmp_path / "small", small).close()          # segments only
+    assert embedded_config(tmp_path / "small").consume_queue_file_size_bytes == \
+        small.consume_queue_file_size_bytes
+    MessageStore.open(tmp_path / "embedded", embedded_config(None)).close()
+    assert embedded_config(tmp_path / "embedded").index_count_max == 1_000_000
