@@ -12,8 +12,8 @@ gets the engine's embedded profile.  Everything else comes from options named af
 Values are coerced by the field's type (ints, floats, true/false, enums by value, "4,5" for
 a tuple); an unknown field, a bad value, or a size the store's files contradict is a
 `ValueError` naming the option.  An index file of a length none of the project's profiles
-writes needs `store.index_hash_slot_count` and `store.index_count_max` (then they are
-checked against it).
+writes needs `store.index_hash_slot_count` or `store.index_count_max` (the length gives the
+other) or both (checked against it).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from pathlib import Path
 from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
 from mqstore.storage.store_sizes import (
-    IndexGeometry,
     config_with_sizes,
     detected_sizes,
     index_file_length,
@@ -53,14 +52,15 @@ def store_config_from_options(options: Mapping[str, str], *, directory: Path | N
         if name not in _FIELDS:
             raise ValueError(f"option {key!r}: StoreConfig has no field {name!r}")
         given[name] = _coerce(name, text)
-    detected = detected_sizes(directory, index_geometry=_given_geometry(given)) \
+    detected = detected_sizes(directory, index_hash_slot_count=_int(given, "index_hash_slot_count"),
+                              index_count_max=_int(given, "index_count_max")) \
         if directory else {}
     length = index_file_length(directory) if directory else None
     if length is not None and "index_count_max" not in detected:
         raise ValueError(f"{directory}: index files of {length} bytes, a geometry none of the "
-                         f"project's profiles writes: give the options "
-                         f"{OPTION_PREFIX}index_hash_slot_count and {OPTION_PREFIX}index_count_max"
-                         f" it was made with (40 + 4 x slots + 20 x entries bytes)")
+                         f"project's profiles writes (40 + 4 x slots + 20 x entries): give the "
+                         f"options {OPTION_PREFIX}index_hash_slot_count and/or "
+                         f"{OPTION_PREFIX}index_count_max it was made with")
     for name, size in detected.items():
         if name in given and given[name] != size:
             raise ValueError(f"option {OPTION_PREFIX}{name}={given[name]}: the store's files "
@@ -71,8 +71,6 @@ def store_config_from_options(options: Mapping[str, str], *, directory: Path | N
         raise ValueError(f"store options: {error}") from None
 
 
-def _given_geometry(given: Mapping[str, object]) -> IndexGeometry | None:
-    slots, entries = given.get("index_hash_slot_count"), given.get("index_count_max")
-    if isinstance(slots, int) and isinstance(entries, int):
-        return IndexGeometry(hash_slot_count=slots, index_count_max=entries)
-    return None
+def _int(given: Mapping[str, object], name: str) -> int | None:
+    value = given.get(name)
+    return value if isinstance(value, int) else None

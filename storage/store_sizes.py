@@ -74,11 +74,12 @@ def index_geometries() -> tuple[IndexGeometry, ...]:
                  for config in configs)
 
 
-def detected_sizes(directory: Path, *,
-                   index_geometry: IndexGeometry | None = None) -> dict[str, int]:
+def detected_sizes(directory: Path, *, index_hash_slot_count: int | None = None,
+                   index_count_max: int | None = None) -> dict[str, int]:
     """The `StoreConfig` size fields the directory's files fix, by field name: those of
-    files it has (none for a new directory).  `index_geometry`, when given, is tried
-    first for the index files' length (a store made with other counts)."""
+    files it has (none for a new directory).  Index counts, when given (a store made with
+    counts no profile uses), are tried first: both must make the files' length; one alone
+    is completed by the length (40 + 4 × slots + 20 × entries)."""
     found: dict[str, int] = {}
     segment = _first_file(directory / COMMITLOG_DIRECTORY)
     if segment is not None:
@@ -88,13 +89,29 @@ def detected_sizes(directory: Path, *,
         found["consume_queue_file_size_bytes"] = queue_file.stat().st_size
     size_bytes = index_file_length(directory)
     if size_bytes is not None:
-        candidates = (*([index_geometry] if index_geometry else []), *index_geometries())
-        for geometry in candidates:
+        given = _given_geometry(size_bytes, hash_slot_count=index_hash_slot_count,
+                                index_count_max=index_count_max)
+        for geometry in (*([given] if given else []), *index_geometries()):
             if geometry.size_bytes == size_bytes:
                 found["index_hash_slot_count"] = geometry.hash_slot_count
                 found["index_count_max"] = geometry.index_count_max
                 break
     return found
+
+
+def _given_geometry(size_bytes: int, *, hash_slot_count: int | None,
+                    index_count_max: int | None) -> IndexGeometry | None:
+    """The geometry of the counts given, one of them completed from `size_bytes`."""
+    header_bytes = index_file_size_bytes(hash_slot_count=0, index_count_max=0)
+    if hash_slot_count is not None and index_count_max is None:
+        entries_bytes = size_bytes - header_bytes - 4 * hash_slot_count
+        index_count_max = entries_bytes // 20 if entries_bytes > 0 else None
+    elif index_count_max is not None and hash_slot_count is None:
+        slots_bytes = size_bytes - header_bytes - 20 * index_count_max
+        hash_slot_count = slots_bytes // 4 if slots_bytes > 0 else None
+    if hash_slot_count is None or index_count_max is None:
+        return None
+    return IndexGeometry(hash_slot_count, index_count_max)
 
 
 def index_file_length(directory: Path) -> int | None:

@@ -57,3 +57,5 @@ def test_an_index_of_unknown_counts_needs_them_given(tmp_path: Path) -> None:
     config = store_config_from_options({"store.index_hash_slot_count": "333",
                                         "store.index_count_max": "777"}, directory=tmp_path)
     assert (config.index_hash_slot_count, config.index_count_max) == (333, 777)
+    config = store_config_from_options({"store.index_count_max": "777"}, directory=tmp_path)
+    assert config.index_hash_slot_count == 333

@@ -67,8 +67,12 @@ def test_an_index_of_other_counts_is_detected_when_they_are_given(tmp_path: Path
     with MessageStore.open(tmp_path, config) as store:
         _put_three(store)
     assert "index_hash_slot_count" not in detected_sizes(tmp_path)
-    found = detected_sizes(tmp_path, index_geometry=other)
-    assert (found["index_hash_slot_count"], found["index_count_max"]) == (333, 777)
+    for given in ({"index_hash_slot_count": 333, "index_count_max": 777},
+                  {"index_hash_slot_count": 333}, {"index_count_max": 777}):
+        found = detected_sizes(tmp_path, **given)
+        assert (found["index_hash_slot_count"], found["index_count_max"]) == (333, 777)
+    assert "index_count_max" not in detected_sizes(tmp_path, index_hash_slot_count=332,
+                                                   index_count_max=777)
 
 
 def test_embedded_config_keeps_an_existing_stores_segment_size(tmp_path: Path) -> None:
