@@ -39,9 +39,14 @@ appender.console.name = stderr
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
 """
-"""The driver JVM's whole logging config: one level, to stderr (Spark's default profile
-logs WARN and above, and says so in two more lines)."""
+"""The driver JVM's whole logging config: one level, to stderr.  Spark's default profile
+logs WARN and above; and for a Python driver Spark sets the root level to that of the
+gateway's logger (WARN unless configured, announced in two lines), hence that logger too.
+Left on stderr: the JVM's own notice of Spark 4's vector module, printed before logging
+starts."""
 
 
 def launched_by_spark_submit() -> bool:

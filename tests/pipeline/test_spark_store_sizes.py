@@ -68,4 +68,7 @@ def test_a_job_on_the_command_line_shows_no_jvm_warnings(tmp_path: Path) -> None
         capture_output=True, text=True, timeout=300, env=environment, check=False)
     assert done.returncode == 0, done.stderr
     assert "stored from " in done.stdout
-    assert [line for line in done.stderr.splitlines() if "WARN" in line] == []
+    # The JVM's own notice of Spark 4's vector module is printed before any logging
+    # starts; nothing else may be.
+    assert [line for line in done.stderr.splitlines()
+            if "incubator modules" not in line] == []
