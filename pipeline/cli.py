@@ -1,6 +1,6 @@
 """`mqstore pipeline export|stats|verify|reindex`: the Spark jobs from the command line.
 
-    mqstore pipeline export  STORE OUT [--mode overwrite] [--topics A,B]
+    mqstore pipeline export  STORE OUT [--overwrite | --mode append] [--topics A,B]
     mqstore pipeline stats   STORE [--json] [--topics A,B]
     mqstore pipeline verify  STORE
     mqstore pipeline reindex STORE OUT [--store-option name=value ...]
@@ -10,22 +10,35 @@ Every job runs on `local[*]` unless `--master` says otherwise (`spark://...`, `k
 
     spark-submit --master k8s://https://API:6443 ... .../mqstore/pipeline/cli.py verify /data
 
-Exit codes, as `mqstore`'s: 0 success, 1 corrupt store or failed job, 2 bad input.
+Exit codes, as `mqstore`'s: 0 success, 1 corrupt store or failed job, 2 bad input.  Bad
+input is refused before Spark starts where it can be (an export into an existing local path
+takes well under a second to refuse, not a JVM's start and a job); a job that fails is one
+line naming Spark's reason, not a traceback.  On a terminal, Spark's console progress bar
+shows each stage, and the JVM logs only errors (`--log-level` to see more).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqstore.storage.errors import StoreError
 
+if TYPE_CHECKING:
+    from mqstore.pipeline.job_stats import QueueStats  # pyspark: only when a job runs
+
 EXIT_CORRUPT = 1
 EXIT_USAGE = 2
+JOB_LOG_LEVEL_DEFAULT = "ERROR"
+"""Spark's WARN lines on a laptop (native libraries, loopback host names) tell a user of
+the jobs nothing they can act on; errors still show."""
 
 
 def add_subcommands(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +48,10 @@ def add_subcommands(parser: argparse.ArgumentParser) -> None:
     export.add_argument("store", type=Path)
     export.add_argument("output", help="the Parquet directory (a path or URL Spark writes)")
     export.add_argument("--mode", choices=("errorifexists", "overwrite", "append"),
-                        default="errorifexists")
+                        default="errorifexists",
+                        help="when OUT exists: refuse (default), replace it, or add to it")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace OUT if it exists (the same as --mode overwrite)")
     stats = jobs.add_parser("stats", help="per topic/queue counts, bytes, times and gaps")
     stats.add_argument("store", type=Path)
     stats.add_argument("--json", action="store_true", help="one JSON object per queue")
@@ -45,14 +61,18 @@ def add_subcommands(parser: argparse.ArgumentParser) -> None:
     reindex.add_argument("store", type=Path)
     reindex.add_argument("output", type=Path)
     reindex.add_argument("--store-option", action="append", default=[], metavar="NAME=VALUE",
-                         help="a StoreConfig field the store was written with, e.g. "
-                              "index_count_max=4096 (repeatable)")
+                         help="a StoreConfig field (repeatable); sizes are read from the "
+                              "store, and the index counts are needed only for an index of a "
+                              "length no profile of the project writes")
     reindex.add_argument("--queue-tasks", type=int, default=8)
     for job in (export, stats, verify, reindex):
         job.add_argument("--master", default=None,
                          help="Spark master (default: spark-submit's, else local[*])")
         job.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                          help="a Spark setting (repeatable)")
+        job.add_argument("--log-level", default=JOB_LOG_LEVEL_DEFAULT,
+                         choices=("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"),
+                         help="the JVM's log level for the job (default: %(default)s)")
     for job in (export, stats):
         job.add_argument("--topics", default=None, help="comma-separated topics (default all)")
 
@@ -74,16 +94,62 @@ def _store(path: Path) -> str:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    """Run the job `arguments.job`; bad input raises `ValueError` (exit 2 in `main`)."""
+    """Run the job `arguments.job`; bad input raises `ValueError` or `FileExistsError` (exit 2
+    in `main`), before Spark starts where it can; a failed Spark job is one line on stderr
+    and exit 1."""
     store = _store(arguments.store)
     conf = _pairs(arguments.conf, "--conf")
+    if arguments.job == "export":
+        arguments.mode = export_mode(arguments)
+        refuse_existing_output(arguments.output, mode=arguments.mode)
     from mqstore.pipeline.session import build_session  # noqa: PLC0415 (pyspark on use)
 
     spark = build_session(app_name=f"mqstore-{arguments.job}", master=arguments.master,
-                          conf=conf)
+                          conf=conf, log_level=arguments.log_level)
     handler = {"export": _export, "stats": _stats, "verify": _verify,
                "reindex": _reindex}[arguments.job]
-    return handler(spark, store, arguments)
+    try:
+        return handler(spark, store, arguments)
+    except Exception as error:
+        reason = spark_failure(error)
+        if reason is None:
+            raise
+        print(f"mqstore pipeline {arguments.job}: the Spark job failed: {reason}",
+              file=sys.stderr)
+        return EXIT_CORRUPT
+
+
+def export_mode(arguments: argparse.Namespace) -> str:
+    """`--overwrite` is `--mode overwrite`; with another `--mode` it is a contradiction."""
+    if not arguments.overwrite:
+        return str(arguments.mode)
+    if arguments.mode not in ("errorifexists", "overwrite"):
+        raise ValueError(f"--overwrite with --mode {arguments.mode}: give one of them")
+    return "overwrite"
+
+
+def refuse_existing_output(output: str, *, mode: str) -> None:
+    """An export that would fail on an existing output fails now, not after starting a JVM
+    and reading the store (89 s measured): for a local path (no scheme, or file:)."""
+    if mode != "errorifexists":
+        return
+    parsed = urllib.parse.urlparse(output)
+    if parsed.scheme not in ("", "file"):
+        return  # another file system: job_export.py asks Spark's before the job runs
+    if Path(parsed.path if parsed.scheme else output).exists():
+        raise FileExistsError(f"{output} exists: give --overwrite to replace it, or "
+                              f"--mode append to add to it")
+
+
+def spark_failure(error: BaseException) -> str | None:
+    """Spark's reason for a failed job, on one line; None for an error not Spark's."""
+    module = type(error).__module__
+    if not module.startswith(("pyspark", "py4j")):
+        return None
+    java_exception = getattr(error, "java_exception", None)
+    text = str(java_exception) if java_exception is not None else str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
 
 
 def _read_options(arguments: argparse.Namespace) -> dict[str, str]:
@@ -107,13 +173,33 @@ def _stats(spark: object, store: str, arguments: argparse.Namespace) -> int:
         for row in rows:
             print(json.dumps(dataclasses.asdict(row)))
         return 0
-    print(f"{'topic':<24}{'queue':>6}{'messages':>11}{'body bytes':>14}{'offsets':>22}"
-          f"{'gaps':>6}{'missing':>9}{'dups':>6}")
+    for line in stats_lines(rows):
+        print(line)
+    return 0
+
+
+def stats_lines(rows: Sequence[QueueStats]) -> list[str]:
+    """The text of `stats`: the store time range of all queues, then one line per queue
+    with its own range (UTC, to the millisecond)."""
+    if not rows:
+        return ["no messages"]
+    first_ms = min(row.first_store_ms for row in rows)
+    last_ms = max(row.last_store_ms for row in rows)
+    lines = [f"stored from {_utc(first_ms)} to {_utc(last_ms)}",
+             f"{'topic':<24}{'queue':>6}{'messages':>11}{'body bytes':>14}{'offsets':>22}"
+             f"{'gaps':>6}{'missing':>9}{'dups':>6}  {'first stored':<25}{'last stored'}"]
     for row in rows:
         offsets = f"[{row.min_queue_offset}, {row.max_queue_offset}]"
-        print(f"{row.topic:<24}{row.queue_id:>6}{row.messages:>11}{row.body_bytes:>14}"
-              f"{offsets:>22}{row.gaps:>6}{row.missing_offsets:>9}{row.duplicate_offsets:>6}")
-    return 0
+        lines.append(f"{row.topic:<24}{row.queue_id:>6}{row.messages:>11}{row.body_bytes:>14}"
+                     f"{offsets:>22}{row.gaps:>6}{row.missing_offsets:>9}"
+                     f"{row.duplicate_offsets:>6}  {_utc(row.first_store_ms):<25}"
+                     f"{_utc(row.last_store_ms)}")
+    return lines
+
+
+def _utc(timestamp_ms: int) -> str:
+    moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{timestamp_ms % 1000:03d}Z"
 
 
 def _verify(spark: object, store: str, arguments: argparse.Namespace) -> int:

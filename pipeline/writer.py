@@ -23,14 +23,16 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
+from tqdm import tqdm
 
 from mqstore.storage import (
     Message,
@@ -129,10 +131,13 @@ class MqstoreWriter(DataSourceArrowWriter):
         except StoreLockedError as error:
             raise StoreLockedError(f"mqstore write: {error}; nothing was appended, the rows "
                                    f"stay staged in {self.staging}") from None
-        with store:
+        # The driver appends every row alone, after Spark's stages: on a terminal, a bar.
+        with store, tqdm(total=total, unit="msg", desc="mqstore write: appending",
+                         file=sys.stderr, disable=not sys.stderr.isatty()) as progress:
             for part in parts:
                 appended = _append_part(store, part, appended=appended, total=total,
-                                        put_batch_messages=self.put_batch_messages)
+                                        put_batch_messages=self.put_batch_messages,
+                                        on_appended=progress.update)
                 os.unlink(part.path)
         shutil.rmtree(self.staging, ignore_errors=True)
         _remove_if_empty(Path(self.directory) / STAGING_DIRECTORY)
@@ -205,7 +210,7 @@ def _chunks(messages: list[Message], *, count_max: int, bytes_max: int) -> Itera
 
 
 def _append_part(store: MessageStore, part: StagedPart, *, appended: int, total: int,
-                 put_batch_messages: int) -> int:
+                 put_batch_messages: int, on_appended: Callable[[int], object]) -> int:
     bytes_max = store.config.put_batch_size_bytes_max
     with pa.OSFile(part.path, "rb") as source:
         reader = pa.ipc.open_file(source)
@@ -222,4 +227,5 @@ def _append_part(store: MessageStore, part: StagedPart, *, appended: int, total:
                         f"{total} rows were appended, the rest stay staged in {part.path} and "
                         f"after it")
                 appended += len(chunk)
+                on_appended(len(chunk))
     return appended

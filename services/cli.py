@@ -37,7 +37,6 @@ from mqstore.storage import (
     FlushMode,
     Message,
     MessageStore,
-    StoreConfig,
     StoreError,
     StoreLockedError,
 )
@@ -49,6 +48,7 @@ from mqstore.storage.recovery.scrub import (
     segment_paths,
     verify_store,
 )
+from mqstore.storage.store_sizes import embedded_config
 
 EXIT_CORRUPT = 1
 EXIT_USAGE = 2
@@ -158,14 +158,12 @@ def _produce(arguments: argparse.Namespace) -> int:
     if arguments.url is not None:
         return _produce_over_http(arguments, count=count, batch=batch)
     queues = _positive(arguments.queues, "--queues")
-    segment_bytes = _positive(arguments.segment_mib, "--segment-mib") << 20
-    # Small segments keep the demo's disk use down; queue and index files keep realistic
-    # sizes (RocketMQ's 6 MB consume queue files; 1M-entry, 21 MB index files).
-    config = StoreConfig.for_small_segments(
-        segment_bytes, flush_mode=FlushMode(arguments.flush), pool_enabled=arguments.pool,
-        message_body_size_bytes_max=min(4 << 20, segment_bytes // 4),
-        consume_queue_file_size_bytes=6_000_000, index_hash_slot_count=250_000,
-        index_count_max=1_000_000)
+    # The embedded profile (storage/store_sizes.py), at --segment-mib for a new store; an
+    # existing store keeps the sizes its files were made with.
+    config = embedded_config(
+        arguments.directory,
+        segment_size_bytes=_positive(arguments.segment_mib, "--segment-mib") << 20,
+        flush_mode=FlushMode(arguments.flush), pool_enabled=arguments.pool)
     body = bytes(range(256)) * (arguments.body_bytes // 256) + bytes(arguments.body_bytes % 256)
     started = time.perf_counter()
     with MessageStore.open(arguments.directory, config) as store:

@@ -33,6 +33,7 @@ from .reads.get import GetResult
 from .reads.store_reads import StoreReads
 from .replication.replication import Replication
 from .stats import StoreStats
+from .store_sizes import embedded_config
 from .wiring import StoreHandlers, wire
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,12 @@ class MessageStore:
         `listener` gets the batched "queue advanced" notices of the embedded indexer.
         `on_readable` (masters) is called, on the appending or committing thread, whenever
         bytes a follower may read have grown; it must be cheap and must not block (the
-        writer service's replication server wakes its senders with it)."""
-        config = config or StoreConfig()
+        writer service's replication server wakes its senders with it).
+
+        Without a `config`: the directory's own sizes, for a new store the embedded
+        profile's (64 MiB segments, a 21 MB index file; store_sizes.py)."""
         directory = Path(directory)
+        config = config or embedded_config(directory)
         opened = open_directory(directory, config)
         try:
             store = cls(directory, config, opened, listener=listener, on_readable=on_readable)
@@ -276,17 +280,28 @@ class MessageStore:
         """Why the embedded indexer waits to dispatch (a full disk: it retries), or None."""
         return self._indexer.stalled_reason if self._indexer is not None else None
 
-    def wait_dispatched(self, *, timeout_ms: int) -> bool:
-        """Wait until everything committed now is dispatched (the consume queues and the
-        index hold it); False if it was not within `timeout_ms`.  Reads right after a put
-        use this: dispatch runs in the background."""
-        target = self.committed_position
+    def wait_dispatched(self, end_position: int | None = None, *, timeout_ms: int) -> bool:
+        """Wait until the consume queues and the index hold every record below
+        `end_position` (a put's `PutResult.end_position`; default: everything put so far,
+        the written end); False if they did not within `timeout_ms` or dispatch failed.
+
+        Reads right after a put use this.  The target is the written end, not the
+        committed one: with the pool on, the commit service's next pass (woken here)
+        makes a put readable."""
+        written = self.written_position
+        target = written if end_position is None else end_position
+        if target > written:
+            raise ValueError(f"end_position {target} is past the written end {written}")
+        commit_service = self._wiring.commit_service
         deadline = time.monotonic() + timeout_ms / 1000
         while self.dispatched_position < target:
-            if self._indexer is None or self._indexer.failure is not None or \
-                    time.monotonic() >= deadline:
+            if (self._indexer is not None and self._indexer.failure is not None) or \
+                    self._failure is not None or time.monotonic() >= deadline:
                 return False
-            self._indexer.wake_dispatch()
+            if commit_service is not None and self.committed_position < target:
+                commit_service.wakeup()
+            if self._indexer is not None:
+                self._indexer.wake_dispatch()
             time.sleep(0.001)
         return True
 
@@ -378,7 +393,6 @@ class MessageStore:
             self._wiring.group_commit.fail_all()
         if self._wiring.transfer is not None:
             self._wiring.transfer.fail_all()
-
 
 
 def _no_queue(topic: str, queue_id: int) -> None:

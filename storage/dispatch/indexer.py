@@ -53,6 +53,7 @@ from ..index.index_service import IndexService
 from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
+from ..store_sizes import embedded_config
 from .dispatcher import Dispatcher, DispatchService, Listener
 from .log_source import LogSource
 from .published_log import PublishedLog
@@ -143,7 +144,7 @@ class Indexer:
             closers.append(checkpoint.close)
             source = PublishedLog(directory)
             closers.append(source.close)
-            indexer = cls(directory, config or StoreConfig(), source=source,
+            indexer = cls(directory, config or embedded_config(Path(directory)), source=source,
                           checkpoint=checkpoint, abnormal=abort.present, publish_dispatched=True)
         except BaseException:
             for close in reversed(closers):

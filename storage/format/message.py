@@ -87,6 +87,14 @@ class PutResult:
         return self.status is PutStatus.PUT_OK
 
     @property
+    def end_position(self) -> int:
+        """The commit log position after this record (-1 if nothing was stored): what
+        `MessageStore.wait_dispatched` waits for."""
+        if self.physical_offset < 0:
+            return -1
+        return self.physical_offset + self.size_bytes
+
+    @property
     def msg_id(self) -> str:
         if self.physical_offset < 0:
             return ""

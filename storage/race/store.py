@@ -40,6 +40,7 @@ from ..errors import StoreError
 from ..format.message import Message, PutStatus
 from ..reads.get import GetStatus
 from ..store import MessageStore
+from ..store_sizes import embedded_config
 from .read_cache import PrefetchService, ReadCache
 
 
@@ -86,7 +87,7 @@ class RaceStore:
              listener: Listener | None = None) -> RaceStore:
         """Open the store in `directory` for the race API; `listener` also gets the
         dispatch notices (after waiting `get_range`s are woken)."""
-        return cls(Path(directory), config or StoreConfig(), listener=listener)
+        return cls(Path(directory), config or embedded_config(Path(directory)), listener=listener)
 
     def _on_dispatched(self, notices: QueueNotices) -> None:
         """The dispatch listener: wake waiting `get_range`s, then the caller's listener."""

@@ -52,6 +52,7 @@ from ..format.volume import (
 from ..index.reader import IndexReader
 from ..queues.queue_view import QueueView
 from ..queues.reader import RecordMatches
+from ..store_sizes import embedded_config
 from .get import GetResult, NoRecordError, NotDispatchedError
 from .log_view import LogView
 from .store_reads import StoreReads
@@ -101,7 +102,7 @@ class StoreView:
     @classmethod
     def open(cls, directory: str | Path, config: StoreConfig | None = None) -> StoreView:
         """A view of `directory` (which may not hold anything yet), refreshed once."""
-        view = cls(Path(directory), config or StoreConfig())
+        view = cls(Path(directory), config or embedded_config(Path(directory)))
         try:
             view.refresh()
         except BaseException:
