@@ -2,8 +2,9 @@
 
 Both go through `mqstore.client`, so they retry what the client retries (503, a dropped
 connection) and stop on what it raises.  Long runs show a progress bar on stderr (counts and
-rate); the summary line goes to stdout.  `consume --print` writes one JSON line per message to
-stdout (bodies as UTF-8 when they are text, else base64) for piping into other tools.
+rate) when stderr is a terminal and `--quiet` is not given; the summary line goes to stdout.
+`consume --print` writes one JSON line per message to stdout (bodies as UTF-8 when they are
+text, else base64) for piping into other tools.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ PROGRESS_FROM_COUNT = 1000
 
 
 def produce_over_http(url: str, *, topic: str, count: int, body_bytes: int, batch: int,
-                      say: Callable[[str], None]) -> int:
+                      say: Callable[[str], None], quiet: bool = False) -> int:
     body = bytes(range(256)) * (body_bytes // 256) + bytes(body_bytes % 256)
     started = time.perf_counter()
     sent = not_durable = 0
-    with Producer(url) as producer, _progress(count, "produce") as progress:
+    with Producer(url) as producer, _progress(count, "produce", quiet=quiet) as progress:
         while sent < count:
             size = min(batch, count - sent)
             messages = [OutgoingMessage(topic, body, keys=(f"key-{sent + i}",))
@@ -45,12 +46,14 @@ def produce_over_http(url: str, *, topic: str, count: int, body_bytes: int, batc
 
 
 def consume_over_http(url: str, *, group: str, topic: str, count: int | None, wait_ms: int,
-                      print_messages: bool, say: Callable[[str], None]) -> int:
+                      print_messages: bool, say: Callable[[str], None],
+                      quiet: bool = False) -> int:
     """Poll and commit until `count` messages arrived (None: until a poll of `wait_ms`
     comes back empty)."""
     received = 0
     started = time.perf_counter()
-    with Consumer(url, group, topic) as consumer, _progress(count, "consume") as progress:
+    with Consumer(url, group, topic) as consumer, _progress(count, "consume",
+                                                                       quiet=quiet) as progress:
         while count is None or received < count:
             wanted = 64 if count is None else min(64, count - received)
             messages = consumer.poll(max_messages=wanted, wait_ms=wait_ms)
@@ -78,7 +81,8 @@ def _json_line(message: ReceivedMessage) -> str:
                        "keys": list(message.keys), **body}) + "\n"
 
 
-def _progress(total: int | None, unit: str) -> tqdm[Never]:
-    disable = total is not None and total < PROGRESS_FROM_COUNT
+def _progress(total: int | None, unit: str, *, quiet: bool) -> tqdm[Never]:
+    """None (tqdm's "only on a terminal") unless quiet or too short to need a bar."""
+    disable = True if quiet or (total is not None and total < PROGRESS_FROM_COUNT) else None
     return tqdm(total=total, unit=" msg", desc=unit, file=sys.stderr, disable=disable,
                 unit_scale=True, leave=False)

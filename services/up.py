@@ -1,41 +1,60 @@
 """`mqstore up`: the three services as separate processes on one local directory.
 
-    writer   (mqstore writer   --config F)   appends; publishes `positions`
-    indexer  (mqstore indexer  --config F)   dispatches up to them; streams notices
-    notifier (mqstore notifier --config F)   serves consumers from the notices
+    writer   (mqstore writer   [--config F])   appends; publishes `positions`
+    indexer  (mqstore indexer  [--config F])   dispatches up to them; streams notices
+    notifier (mqstore notifier [--config F])   serves consumers from the notices
 
 The same processes the containers of a Broker pod run, with the same config file (given with
-`--config`, or a minimal one naming `--data`); ports come in as `MQSTORE_<SERVICE>__PORT`
-overrides.  The notifier also serves the RocketMQ remoting protocol (`ports["remoting"]`,
-9876: name server and broker on one port), forwarding sends to the writer's forward port
-(`ports["forward"]`, 8085); the records' STOREHOST, which routes name, is set to the
-remoting address.  Every listener binds `--host` (127.0.0.1 by default).  Without `--config`,
-`up` keeps a replication secret in the data directory (`replication-secret`, made once,
-mode 0600) and points the writer at it: a follower elsewhere proves it holds a copy of that
-file before the writer streams it a byte.  `up` supervises them: it waits until each answers
-/readyz, prints the URLs, and restarts one that dies (after `restart_backoff_ms`, doubling to
-`restart_backoff_max_ms`), because every service recovers from its files on start.  Ctrl-C
-or SIGTERM stops them in the order that loses nothing: notifier (no more reads), writer
-(drains, flushes), then the indexer (dispatches up to the writer's final positions).
+`--config`; without it, settings from `--data` and the environment alone); ports come in as
+`MQSTORE_<SERVICE>__PORT` overrides. The notifier also serves the RocketMQ remoting protocol
+(`ports["remoting"]`, 9876: name server and broker on one port), forwarding sends to the
+writer's forward port (`ports["forward"]`, 8085); the records' STOREHOST, which routes name,
+is set to the remoting address. Every listener binds `--host` (127.0.0.1 by default). Without
+`--config`, `up` keeps a replication secret in the data directory (`replication-secret`, made
+once, mode 0600) and points the writer at it: a follower elsewhere proves it holds a copy of
+that file before the writer streams it a byte. `up` supervises them: it waits until each
+answers /readyz, prints the URLs, and restarts one that dies (after `restart_backoff_ms`,
+doubling to `restart_backoff_max_ms`), because every service recovers from its files on start.
+Ctrl-C, SIGTERM or SIGHUP (a closed terminal) stops them in the order that loses nothing:
+notifier (no more reads), writer (drains, flushes), then the indexer (dispatches up to the
+writer's final positions).
+
+No service outlives `up`, whatever ends it:
+
+| `up` is ended by                          | its services                                  |
+|-------------------------------------------|-----------------------------------------------|
+| Ctrl-C, SIGTERM, SIGHUP                   | stopped by `up` in the order above            |
+| the same with stdout a closed pipe        | the same: a line `up` cannot print is dropped |
+| (`up | tee log`, the reader gone)         | and never skips the stop                      |
+| SIGKILL, of `up` or of its process group  | SIGTERM from the kernel (parent_death.py)     |
+| a failed start                            | stopped before `up` exits                     |
+
+"up" is said only when `up`'s own processes answer: every /readyz answer carries the pid of
+the process that gave it, and a port answered by another pid is reported as in use.  Before
+starting anything `up` tries each port: one in use is one line and exit 2.  `up` writes no
+temporary file: without `--config` the services read their settings from the environment.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import secrets
 import signal
+import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from mqstore.services.cli_options import discard_stdout
 from mqstore.services.common.config_file import ENV_DATA_DIR, NotifierSettings, load_config
+from mqstore.services.common.parent_death import ENV_PARENT_PID
 from mqstore.services.common.tls_settings import client_context
 
 SERVICES = ("writer", "indexer", "notifier")
@@ -47,6 +66,18 @@ REPLICATION_SECRET_FILE = "replication-secret"
 REPLICATION_SECRET_SIZE_BYTES = 32
 STOP_ORDER = ("notifier", "writer", "indexer")
 START_ORDER = ("indexer", "writer", "notifier")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UpError(Exception):
+    """`up` cannot start: the message is one line for the user, `exit_code` what `up` returns
+    (2 for what the user can fix: a port in use, 1 for a service that failed)."""
+
+    def __init__(self, message: str, *, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 @dataclasses.dataclass
@@ -70,15 +101,18 @@ class Child:
 
 
 class Supervisor:
-    def __init__(self, options: UpOptions, *, say: Callable[[str], None]) -> None:
+    def __init__(self, options: UpOptions, *, say: Callable[[str], None],
+                 stop_requested: Callable[[], bool] = lambda: False) -> None:
+        """`stop_requested`: polled while starting and restarting, so a stop signal never
+        waits for a whole start or backoff."""
         self.options = options
         self._say = say
+        self._stop_requested = stop_requested
         self._children: dict[str, Child] = {}
-        self._config_path = options.config or _minimal_config(options.data_dir)
         self._owns_config = options.config is None
         self._stopping = False
         # With a `tls` section every listener speaks only TLS: URLs and readiness follow.
-        tls = load_config(self._config_path,
+        tls = load_config(options.config,
                           environ={**os.environ, ENV_DATA_DIR: str(options.data_dir)}).tls
         self._scheme = "https" if tls.enabled else "http"
         self._ready_ssl = client_context(tls, host="127.0.0.1")
@@ -88,7 +122,8 @@ class Supervisor:
 
     def _environment(self) -> dict[str, str]:
         environment = dict(os.environ)
-        environment["MQSTORE_DATA_DIR"] = str(self.options.data_dir)
+        environment[ENV_DATA_DIR] = str(self.options.data_dir)
+        environment[ENV_PARENT_PID] = str(os.getpid())
         for name in SERVICES:
             environment[f"MQSTORE_{name.upper()}__HOST"] = self.options.host
             environment[f"MQSTORE_{name.upper()}__PORT"] = str(self.options.ports[name])
@@ -113,8 +148,9 @@ class Supervisor:
         return environment
 
     def _spawn(self, name: str, backoff_ms: int) -> Child:
-        command = [sys.executable, "-P", "-m", "mqstore.services.cli", name,
-                   "--config", str(self._config_path)]
+        command = [sys.executable, "-P", "-m", "mqstore.services.cli", name]
+        if self.options.config is not None:
+            command += ["--config", str(self.options.config)]
         # A session of its own: the terminal's Ctrl-C reaches `up` only, which then stops
         # the services in an order that loses nothing.
         process = subprocess.Popen(command, env=self._environment(), stdin=subprocess.DEVNULL,
@@ -124,39 +160,59 @@ class Supervisor:
         return child
 
     def start(self) -> None:
+        """Start the services one by one, each once the previous is ready; returns early when
+        a stop is requested meanwhile."""
         for name in START_ORDER:
+            if self._stop_requested():
+                return
             self._spawn(name, self.options.restart_backoff_ms)
             self._wait_ready(name)
+            if self._stop_requested():
+                return
             self._say(f"{name:<8} {self.url(name)}")
             if name == "notifier" and "remoting" in self.options.ports:
                 self._say(f"remoting {self.options.host}:{self.options.ports['remoting']} "
                           f"(RocketMQ name server and broker: setNamesrvAddr)")
 
     def _wait_ready(self, name: str) -> None:
+        """Until `name`'s own process answers /readyz: another process answering on its port
+        (another mqstore) is a port in use, not a ready service."""
         deadline = time.monotonic() + self.options.ready_timeout_s
         child = self._children[name]
-        while time.monotonic() < deadline:
-            if child.process.poll() is not None:
-                raise RuntimeError(f"{name} exited with status {child.process.returncode} "
-                                   f"while starting (its log is above)")
-            if _ready(self.url(name), self._ready_ssl):
+        while time.monotonic() < deadline and not self._stop_requested():
+            code = child.process.poll()
+            if code is not None:
+                raise UpError(f"{name} exited with status {code} while starting (its log is "
+                              f"above)", exit_code=EXIT_USAGE if code == EXIT_USAGE
+                              else EXIT_FAILED)
+            pid = _ready_pid(self.url(name), self._ready_ssl)
+            if pid is not None and pid != child.process.pid:
+                raise UpError(_in_use(name, self.options.host, self.options.ports[name],
+                                      f"answered by another process, pid {pid}"),
+                              exit_code=EXIT_USAGE)
+            if pid is not None:
                 return
             time.sleep(0.05)
-        raise RuntimeError(f"{name} did not become ready within "
-                           f"{self.options.ready_timeout_s:.0f} s at {self.url(name)}")
+        if self._stop_requested():
+            return
+        raise UpError(f"{name} did not become ready within {self.options.ready_timeout_s:.0f} "
+                      f"s at {self.url(name)}", exit_code=EXIT_FAILED)
 
     def watch_once(self) -> None:
         """Restart any child that exited (unless stopping)."""
         for name, child in list(self._children.items()):
             code = child.process.poll()
-            if code is None or self._stopping:
+            if code is None or self._stopping or self._stop_requested():
                 continue
             ran_s = time.monotonic() - child.started_s
             backoff_ms = (self.options.restart_backoff_ms if ran_s > 60
                           else min(child.backoff_ms * 2, self.options.restart_backoff_max_ms))
             self._say(f"{name} exited with status {code}; restarting in {backoff_ms} ms")
-            time.sleep(backoff_ms / 1000)
-            self._spawn(name, backoff_ms)
+            restart_at = time.monotonic() + backoff_ms / 1000
+            while time.monotonic() < restart_at and not self._stop_requested():
+                time.sleep(0.05)  # a stop during the backoff is not kept waiting
+            if not self._stop_requested():
+                self._spawn(name, backoff_ms)
 
     def stop(self) -> dict[str, int | None]:
         """SIGTERM each child in STOP_ORDER and wait for it; returns the exit codes."""
@@ -175,8 +231,6 @@ class Supervisor:
                           f"killing it (its next start recovers)")
                 child.process.kill()
                 codes[name] = child.process.wait()
-        if self._owns_config:
-            self._config_path.unlink(missing_ok=True)
         return codes
 
 
@@ -192,48 +246,84 @@ def replication_secret(data_dir: Path) -> Path:
     return path
 
 
-def _ready(url: str, context: ssl.SSLContext | None) -> bool:
+def _ready_pid(url: str, context: ssl.SSLContext | None) -> int | None:
+    """The pid in `url`'s 200 /readyz answer; None while it is not ready (or not a service
+    of this version: no pid)."""
     try:
         with urllib.request.urlopen(f"{url}/readyz", timeout=1, context=context) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
+            answer = json.loads(response.read()) if response.status == 200 else {}
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    pid = answer.get("pid") if isinstance(answer, dict) else None
+    return pid if isinstance(pid, int) else None
 
 
-def _minimal_config(data_dir: Path) -> Path:
-    handle, name = tempfile.mkstemp(prefix="mqstore-up-", suffix=".yaml")
-    with os.fdopen(handle, "w") as file:
-        file.write(f"# written by `mqstore up`; removed when it stops\ndata_dir: {data_dir}\n")
-    return Path(name)
+def _in_use(name: str, host: str, port: int, detail: str) -> str:
+    return (f"port {port} on {host} ({name}) is in use ({detail}); stop what holds it or "
+            f"choose another with --{name}-port")
+
+
+def check_ports_free(host: str, ports: dict[str, int]) -> None:
+    """UpError (exit 2) naming the first of `ports` another process listens on.  Bound as
+    the services bind (SO_REUSEADDR), so a port in TIME_WAIT after the last run passes."""
+    for name, port in ports.items():
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as error:
+                raise UpError(_in_use(name, host, port, error.strerror or str(error)),
+                              exit_code=EXIT_USAGE) from None
 
 
 def run_up(options: UpOptions, *, say: Callable[[str], None]) -> int:
+    """Run the services until a stop signal; UpError before any started (a port in use).
+    Whatever happens after the first start, the services are stopped before this returns."""
     options.data_dir.mkdir(parents=True, exist_ok=True)
-    supervisor = Supervisor(options, say=say)
+    check_ports_free(options.host, options.ports)
+    say = _never_raising(say)
     stop_requested: list[int] = []
 
     def request_stop(signum: int, frame: object) -> None:
         stop_requested.append(signum)
 
-    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    supervisor = Supervisor(options, say=say, stop_requested=lambda: bool(stop_requested))
+    previous = {s: signal.signal(s, request_stop) for s in STOP_SIGNALS}
+    failed: UpError | None = None
     try:
         supervisor.start()
-        say("mqstore is up; Ctrl-C stops it")
+        if not stop_requested:
+            say("mqstore is up; Ctrl-C stops it")
         while not stop_requested:
             supervisor.watch_once()
             time.sleep(0.2)
         say("stopping: notifier, writer, indexer")
-    except RuntimeError as error:
-        say(str(error))
-        supervisor.stop()
-        return 1
+    except UpError as error:
+        failed = error
     finally:
+        codes = supervisor.stop()  # also on an exception: the services never outlive `up`
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    codes = supervisor.stop()
+    if failed is not None:
+        say(str(failed))
+        return failed.exit_code
     unclean = {name: code for name, code in codes.items() if code != 0}
     if unclean:
         say(f"stopped; not clean: {unclean}")
-        return 1
+        return EXIT_FAILED
     say("stopped cleanly")
     return 0
+
+
+def _never_raising(say: Callable[[str], None]) -> Callable[[str], None]:
+    """`say` that drops a line it cannot write: with stdout a pipe whose reader is gone
+    (`up | tee log` after Ctrl-C), a failed print must not skip the stop."""
+
+    def tolerant(line: str) -> None:
+        try:
+            say(line)
+        except OSError:
+            discard_stdout()
+
+    return tolerant
+

@@ -55,13 +55,14 @@ class AsyncConsumer:
         """Up to `max_messages` new messages, waiting up to `wait_ms` for some."""
         loop = asyncio.get_running_loop()
         deadline_s = loop.time() + wait_ms / 1000
+        remaining_ms = wait_ms  # the first request asks for exactly what the caller did
         while True:
             before = dict(self._state.positions)
-            remaining_ms = max(0, int((deadline_s - loop.time()) * 1000))
             request = self._state.poll_request(max_messages=max_messages, wait_ms=remaining_ms)
             messages = self._state.take(request, await self._call(request, wait_ms=remaining_ms))
             if messages or self._state.positions == before or remaining_ms == 0:
                 return messages
+            remaining_ms = max(0, int((deadline_s - loop.time()) * 1000))
 
     async def commit(self) -> None:
         """Commit the offsets past every message `poll` returned (nothing if none moved)."""

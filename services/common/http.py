@@ -19,6 +19,7 @@ from __future__ import annotations
 import http
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -125,7 +126,9 @@ def add_common_routes(app: web.Application, *, registry: CollectorRegistry,
         reason = not_ready()
         if reason is not None:
             return error_response(503, "NOT_READY", reason)
-        return json_response({"status": "ready"})
+        # The pid tells a supervisor (`mqstore up`) that its own child answered, not another
+        # process on the same port.
+        return json_response({"status": "ready", "pid": os.getpid()})
 
     async def metrics(request: web.Request) -> web.Response:
         return metrics_response(registry)

@@ -40,6 +40,11 @@ LEGAL_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
 
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}
+READY_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["status", "pid"], "properties": {
+        "status": {"type": "string"},
+        "pid": {"type": "integer", "minimum": 1, "description":
+                "The answering process: `mqstore up` checks that its own child answered."}}}
 
 
 def name_schema(*, size_bytes_max: int, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -99,7 +104,7 @@ def common_paths() -> dict[str, Any]:
         "/readyz": {"get": {
             "summary": "Readiness: 200 when the service can do its work.",
             "responses": {
-                "200": {"description": "Ready.", "content": json_content(STATUS_SCHEMA)},
+                "200": {"description": "Ready.", "content": json_content(READY_SCHEMA)},
                 "503": error_response("Not ready (starting, stopping, or the store failed)."),
             }}},
         "/metrics": {"get": {

@@ -160,7 +160,9 @@ class NotifierHandlers:
     async def fetch_offsets(self, request: web.Request) -> web.Response:
         """GET /v1/groups/{group}/offsets?topic="""
         group = check_group(request.match_info["group"])
-        topic = check_topic(request.query.get("topic", ""), size_bytes_max=self._topic_bytes_max)
+        if "topic" not in request.query:
+            raise bad_request("the topic query parameter is required: ?topic=NAME")
+        topic = check_topic(request.query["topic"], size_bytes_max=self._topic_bytes_max)
         return json_response(_offsets_json(
             group, topic, self._stored(lambda: self._offsets.fetch(group, topic))))
 

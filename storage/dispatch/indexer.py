@@ -135,7 +135,8 @@ class Indexer:
         (it may start before the writer): its own lock, abort marker and checkpoint."""
         directory = Path(directory)
         make_directories_durably(directory / volume.COMMITLOG_DIRECTORY)
-        lock = StoreLock(directory / volume.INDEXER_LOCK_FILE)
+        lock = StoreLock(directory / volume.INDEXER_LOCK_FILE, holder_role="indexer",
+                         lock_name="indexer lock")
         lock.acquire()
         closers: list[Callable[[], None]] = [lock.release]
         try:

@@ -27,25 +27,32 @@ _registry_lock = threading.Lock()
 class StoreLock:
     """Held from `acquire` to `release`; refuses a second writer on the same directory."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, holder_role: str = "writer",
+                 lock_name: str = "store lock") -> None:
+        """`holder_role` and `lock_name` name who takes this lock in the refusal ("writer",
+        "store lock"; "indexer", "indexer lock"), so a second indexer is not told that a
+        writer is in its way."""
         self.path = path
+        self._holder_role = holder_role
+        self._lock_name = lock_name
         self._key = str(path.resolve())
         self._fd: int | None = None
 
     def acquire(self) -> None:
         with _registry_lock:
             if self._key in _locked_in_process:
-                raise StoreLockedError(f"{self.path}: this process already has the store open "
-                                       f"for writing")
+                raise StoreLockedError(f"{self.path}: this process already has the store "
+                                       f"open (it holds the {self._lock_name})")
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
             except OSError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                raise StoreLockedError(f"{self.path}: another writer holds the store lock "
-                                       f"({holder}); only one process may write a store "
-                                       f"directory") from None
+                raise StoreLockedError(f"{self.path}: another {self._holder_role} holds "
+                                       f"the {self._lock_name} ({holder}); only one "
+                                       f"{self._holder_role} may run on a store directory"
+                                       ) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"lock pid={os.getpid()}\n".encode(), 0)
             self._fd = fd
@@ -69,8 +76,14 @@ def _read_holder(fd: int) -> str:
 class AbortMarker:
     """The `abort` file: its presence at open means the previous writer crashed."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, holder_role: str = "writer",
+                 lock_name: str = "store lock") -> None:
+        """`holder_role` and `lock_name` name who takes this lock in the refusal ("writer",
+        "store lock"; "indexer", "indexer lock"), so a second indexer is not told that a
+        writer is in its way."""
         self.path = path
+        self._holder_role = holder_role
+        self._lock_name = lock_name
 
     @property
     def present(self) -> bool:

@@ -17,12 +17,14 @@ import mqstore.client.connection
 from mqstore.client import (
     AsyncProducer,
     BadRequestError,
+    Consumer,
     DiskFullError,
     OutgoingMessage,
     Producer,
     UnavailableError,
 )
 from mqstore.client.backoff import Backoff
+from mqstore.client.consumer_calls import Request
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore
@@ -160,3 +162,22 @@ def test_backoff_is_jittered_exponential_and_honours_retry_after() -> None:
     assert backoff.delay_s(0, retry_after_s=3.0) == 3.0
     with pytest.raises(ValueError, match="backoff_initial_ms"):
         Backoff(retries_max=1, initial_ms=0, max_ms=10)
+
+
+def test_a_poll_asks_for_exactly_the_wait_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--wait-ms 99999999` was sent (and refused) as 99999998: the first poll asks for the
+    caller's wait itself, not what remains of it a moment later."""
+    sent: list[bytes | None] = []
+
+    class Sent(Exception):
+        pass
+
+    def call(self: Consumer, request: Request, *, wait_ms: int) -> dict[str, object]:
+        sent.append(request.body)
+        raise Sent
+
+    monkeypatch.setattr(Consumer, "_call", call)
+    with Consumer("http://127.0.0.1:9", "g", "T") as consumer, pytest.raises(Sent):
+        consumer.poll(max_messages=1, wait_ms=99_999_999)
+    assert sent[0] is not None
+    assert b'"wait_ms": 99999999' in sent[0]

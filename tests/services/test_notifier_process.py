@@ -56,7 +56,7 @@ def test_the_notifier_process_serves_and_stops_on_sigterm(tmp_path: Path, store_
     try:
         base = f"http://127.0.0.1:{_listening_port(process)}"
         with urllib.request.urlopen(f"{base}/readyz", timeout=10) as ready:
-            assert json.load(ready) == {"status": "ready"}
+            assert json.load(ready) == {"status": "ready", "pid": process.pid}
         with urllib.request.urlopen(f"{base}/v1/topics/Orders/queues/0/messages?offset=0",
                                     timeout=10) as pulled:
             answer = json.load(pulled)

@@ -116,7 +116,7 @@ def test_up_keeps_one_owner_only_secret_per_data_directory(tmp_path: Path) -> No
                         host="0.0.0.0")
     supervisor = Supervisor(options, say=print)
     environment = supervisor._environment()
-    supervisor.stop()  # nothing started: removes its temporary config file
+    supervisor.stop()  # nothing started
     path = Path(environment["MQSTORE_REPLICATION__SECRET_FILE"])
     assert path.parent == tmp_path
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 from mqstore.services.common.config_file import WriterSettings
@@ -137,7 +138,8 @@ def test_probes_metrics_and_document(store: MessageStore) -> None:
             await client.post("/v1/topics/M/messages", json={"body": "x"})
             await client.post("/v1/topics/M/messages", json={"body": ""})
             assert (await client.get("/healthz")).status == 200
-            assert await (await client.get("/readyz")).json() == {"status": "ready"}
+            assert await (await client.get("/readyz")).json() == {"status": "ready",
+                                                                 "pid": os.getpid()}
             text = await (await client.get("/metrics")).text()
             document = await (await client.get("/openapi.json")).json()
         assert 'mqstore_put_requests_total{code="200",endpoint="put_message"} 1.0' in text
