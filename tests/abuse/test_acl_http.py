@@ -27,15 +27,14 @@ from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import IndexerSettings, NotifierSettings, WriterSettings
 from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
 from mqstore.services.indexer.app import create_app as create_indexer_app
-from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.notifier import create_app as create_notifier_app
-from mqstore.services.notifier.app import STATE
 from mqstore.services.writer import create_app as create_writer_app
 from mqstore.storage import MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
-from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.services.notifier_stack import wait_connected, writer_and_indexer
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched
 
 USERS_FILE = """\
 accounts:
@@ -88,13 +87,7 @@ async def services(store_dir: Path) -> AsyncIterator[tuple[Client, Client, Clien
     (store_dir.parent / "plain_acl.yml").write_text(USERS_FILE)
     users: Users = load_users(store_dir.parent / "plain_acl.yml")
     auth = AuthSettings(users_file=str(store_dir.parent / "plain_acl.yml"))
-    loop = asyncio.get_running_loop()
-    indexer_ref: list[Indexer] = []
-    hub = NoticeHub(batch_latency_ms=2, subscriber_lines_max=10_000, snapshot=lambda: [
-        (q.topic, q.queue_id, q.min_offset, q.max_offset) for q in indexer_ref[0].queues])
-    writer = MessageStore.open(store_dir, writer_config())
-    indexer = Indexer.open(store_dir, indexer_config(), listener=hub.threadsafe(loop))
-    indexer_ref.append(indexer)
+    hub, writer, indexer = writer_and_indexer(store_dir)
     view = StoreView.open(store_dir, indexer_config())
     try:
         indexer_client: Client = TestClient(TestServer(create_indexer_app(
@@ -108,22 +101,13 @@ async def services(store_dir: Path) -> AsyncIterator[tuple[Client, Client, Clien
             async with TestClient(TestServer(create_writer_app(
                     writer, WriterSettings(), users=users, auth=auth))) as writer_client, \
                     TestClient(TestServer(notifier)) as notifier_client:
-                await _connected(notifier)
+                await wait_connected(notifier)
                 yield writer_client, notifier_client, indexer_client, writer, indexer
                 hub.close()
     finally:
         view.close()
         indexer.close()
         writer.close()
-
-
-async def _connected(notifier: Any) -> None:
-    for _ in range(1000):
-        stream = notifier[STATE].stream
-        if stream is not None and stream.connected:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the notifier's signed notice stream never connected")
 
 
 def run(store_dir: Path, scenario: Callable[..., Awaitable[None]]) -> None:

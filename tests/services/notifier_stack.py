@@ -67,9 +67,9 @@ async def notifier_app(store_dir: Path, notifier_settings: NotifierSettings, *,
         view.close()
 
 
-@contextlib.asynccontextmanager
-async def stack(store_dir: Path, **overrides: Any) -> AsyncIterator[Stack]:
-    """Writer + indexer (with its notice service) + notifier following the stream."""
+def writer_and_indexer(store_dir: Path) -> tuple[NoticeHub, MessageStore, Indexer]:
+    """A writer and an indexer on `store_dir`, the indexer's notices fed to a hub on the
+    running loop (call from a coroutine); the caller closes all three."""
     loop = asyncio.get_running_loop()
     indexer_ref: list[Indexer] = []
     hub = NoticeHub(batch_latency_ms=2, subscriber_lines_max=10_000, snapshot=lambda: [
@@ -77,6 +77,13 @@ async def stack(store_dir: Path, **overrides: Any) -> AsyncIterator[Stack]:
     writer = MessageStore.open(store_dir, writer_config())
     indexer = Indexer.open(store_dir, indexer_config(), listener=hub.threadsafe(loop))
     indexer_ref.append(indexer)
+    return hub, writer, indexer
+
+
+@contextlib.asynccontextmanager
+async def stack(store_dir: Path, **overrides: Any) -> AsyncIterator[Stack]:
+    """Writer + indexer (with its notice service) + notifier following the stream."""
+    hub, writer, indexer = writer_and_indexer(store_dir)
     indexer_server = TestServer(create_indexer_app(indexer, hub, IndexerSettings()))
     try:
         await indexer_server.start_server()
