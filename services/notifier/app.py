@@ -181,6 +181,8 @@ def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierSta
         for task in tasks:
             task.add_done_callback(lambda done: _on_done(done, state))
         yield
+        if stream is not None:
+            stream.stop()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -199,8 +201,9 @@ def _remoting(front: RemotingFront) -> Callable[[web.Application], AsyncIterator
 
 def _on_done(task: asyncio.Task[None], state: NotifierState) -> None:
     """A background task ends only when cancelled; anything else is a bug: say so in
-    /readyz (the orchestrator then restarts the process) and in the log."""
-    if task.cancelled():
+    /readyz (the orchestrator then restarts the process) and in the log.  Once the app
+    is stopping, the notice stream may also end by its stop() (NoticeStream.stop)."""
+    if task.cancelled() or (state.stopping and task.exception() is None):
         return
     error = task.exception()
     state.background_failure = f"background task {task.get_name()} stopped: {error!r}"
