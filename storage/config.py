@@ -217,6 +217,11 @@ class StoreConfig:
     """Retry period of a dispatch stalled by a full disk (RocketMQ retries a failed consume
     queue write every 1 s)."""
 
+    stalled_queue_retry_interval_ms: int = 30_000
+    """Retry period of a consume queue stalled by an error of its own files (dispatch goes on
+    with the other queues): each retry reads the log again from where the queue stalled, so
+    it is far longer than `dispatch_retry_interval_ms`."""
+
     dispatch_records_per_pass_max: int = 10_000
     """Records per dispatch pass: bounds how long notices wait behind a large backlog."""
 
@@ -326,7 +331,8 @@ class StoreConfig:
                         "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
                         "consume_queue_file_size_bytes", "consume_queue_allocate_step_bytes",
                         "dispatch_interval_ms", "dispatch_records_per_pass_max",
-                        "dispatch_retry_interval_ms", "positions_publish_interval_ms",
+                        "dispatch_retry_interval_ms", "stalled_queue_retry_interval_ms",
+                        "positions_publish_interval_ms",
                         "positions_publish_gap_us", "queue_flush_interval_ms",
                         "queue_flush_thorough_interval_ms", "get_transfer_count_max",
                         "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .config import StoreConfig
-from .dispatch.dispatcher import Listener
+from .dispatch.dispatcher import Listener, StalledQueue
 from .errors import StoreClosedError
 from .format.message import Message, PutResult, StoredMessage
 from .format.subscription import TagFilter
@@ -279,6 +279,11 @@ class MessageStore:
     def dispatch_stalled_reason(self) -> str | None:
         """Why the embedded indexer waits to dispatch (a full disk: it retries), or None."""
         return self._indexer.stalled_reason if self._indexer is not None else None
+
+    @property
+    def dispatch_stalled_queues(self) -> list[StalledQueue]:
+        """The queues an error of their own files stalled (the others go on), oldest first."""
+        return self._indexer.stalled_queues if self._indexer is not None else []
 
     def wait_dispatched(self, end_position: int | None = None, *, timeout_ms: int) -> bool:
         """Wait until the consume queues and the index hold every record below

@@ -115,6 +115,9 @@ def _status(indexer: Indexer) -> dict[str, object]:
         "writer_committed_position": published["committed_position"] if published else None,
         "failure": indexer.failure,
         "stalled_reason": indexer.stalled_reason,
+        "stalled_queues": [{"topic": q.topic, "queue_id": q.queue_id,
+                            "queue_offset": q.queue_offset, "physical_offset": q.physical_offset,
+                            "reason": q.reason} for q in indexer.stalled_queues],
     }
 
 
@@ -132,6 +135,10 @@ def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
                   "1 while dispatch waits for disk space to create a consume queue or index "
                   "file (it retries; the reason is in /v1/status).",
                   lambda: int(indexer.stalled_reason is not None)),
+        GaugeSpec("mqstore_dispatch_stalled_queues",
+                  "Consume queues an error of their own files stalled (a name the file system "
+                  "refuses, EIO); the others go on. Which, and why: /v1/status.",
+                  lambda: len(indexer.dispatcher.stalled_queues)),
         GaugeSpec("mqstore_consume_queues", "Consume queues in the store.",
                   lambda: sum(1 for _ in indexer.queues)),
         CounterSpec("mqstore_dispatch_damaged_ranges_total",

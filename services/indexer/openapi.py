@@ -10,7 +10,7 @@ STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["dispatched_position", "synced_position", "dispatch_behind_bytes",
                  "writer_generation", "writer_committed_position", "failure",
-                 "stalled_reason"],
+                 "stalled_reason", "stalled_queues"],
     "properties": {
         "dispatched_position": {"type": "integer"},
         "synced_position": {"type": "integer", "description":
@@ -21,6 +21,20 @@ STATUS_SCHEMA: dict[str, Any] = {
         "failure": {"type": ["string", "null"]},
         "stalled_reason": {"type": ["string", "null"], "description":
                            "Why dispatch waits (no disk space for a new file; it retries)."},
+        "stalled_queues": {"type": "array", "description":
+                           "Queues an error of their own files stalled; dispatch goes on with "
+                           "the others and puts their records again every "
+                           "stalled_queue_retry_interval_ms.", "items": {
+                               "type": "object",
+                               "required": ["topic", "queue_id", "queue_offset",
+                                            "physical_offset", "reason"],
+                               "properties": {
+                                   "topic": {"type": "string"},
+                                   "queue_id": {"type": "integer"},
+                                   "queue_offset": {"type": "integer", "description":
+                                                    "The first offset it could not take."},
+                                   "physical_offset": {"type": "integer"},
+                                   "reason": {"type": "string"}}}},
     },
 }
 

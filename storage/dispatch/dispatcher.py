@@ -16,6 +16,14 @@ is given, and for each:
 A queue hole with no damage seen before it is a bug, and stops dispatch
 (ConsumeQueueGapError), as a record that is not whole does.
 
+A file-system error on one queue's files (a name the file system refuses, EIO, EACCES) stalls
+that queue only: it is reported (`stalled_queues`, one ERROR log), later records of that
+queue are not put, and every other queue and the index go on.  `replay_stalled` puts the
+stalled queues' records again from where each stalled, on the dispatch thread, every
+`stalled_queue_retry_interval_ms`; a restarted indexer does the same through its resume rule (the
+queue is behind the writer's queue offsets).  A full disk (ENOSPC, EDQUOT) is not one queue's
+trouble: it stalls all of dispatch (`DispatchService`).
+
 Duplicates are ignored by the consume queues, so re-dispatching a range is safe (abnormal
 recovery does it).  After each pass the listener gets one batched notice: the next offset of
 every queue that advanced.  The dispatcher reads through a `CommitLogReader` and is told the
@@ -26,9 +34,11 @@ process that reads the position the writer publishes.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import errno
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -46,6 +56,7 @@ from ..format.properties import (
 )
 from ..format.record_scan import Damage, find_record
 from ..log.reader import CommitLogReader
+from ..queues.consume_queue import ConsumeQueueGapError
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 
@@ -59,6 +70,25 @@ QueueNotices = Mapping[tuple[str, int], int]
 Listener = Callable[[QueueNotices], None]
 
 _DISPATCHED_TRANSACTION_TYPES = (0, record.SysFlag.TRANSACTION_COMMIT)
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+"""Errors of the whole disk, not of one queue's files: they stall all of dispatch."""
+STALLED_QUEUES_MAX = 10_000
+"""Stalled queues remembered; past it dispatch stops (a disk that fails every file is not
+one queue's trouble)."""
+
+QueueKey = tuple[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class StalledQueue:
+    """A queue whose file could not be written: from `physical_offset` (the first record it
+    could not take, queue offset `queue_offset`) its records wait for `replay_stalled`."""
+
+    topic: str
+    queue_id: int
+    physical_offset: int
+    queue_offset: int
+    reason: str
 
 
 @functools.lru_cache(maxsize=4096)
@@ -80,7 +110,9 @@ class IndexBuilder(Protocol):
 class Dispatcher:
     def __init__(self, reader: CommitLogReader, queues: ConsumeQueues, *,
                  index: IndexBuilder | None, dispatched_position: int,
-                 records_per_pass_max: int, index_tags: bool = True) -> None:
+                 records_per_pass_max: int, index_tags: bool = True,
+                 only_queues: frozenset[QueueKey] | None = None) -> None:
+        """`only_queues`: put entries into these queues only (a replay of stalled queues)."""
         self._reader = reader
         self._queues = queues
         self._index = index
@@ -95,6 +127,9 @@ class Dispatcher:
         self.damage: collections.deque[Damage] = collections.deque(maxlen=DAMAGE_KEPT_MAX)
         """Damaged ranges dispatch skipped (the newest DAMAGE_KEPT_MAX)."""
         self.damaged_ranges_total = 0
+        self.only_queues = only_queues
+        self.stalled_queues: dict[QueueKey, StalledQueue] = {}
+        self.stalled_queues_total = 0
 
     def dispatch(self, *, committed_position: int, min_position: int) -> QueueNotices:
         """Dispatch whole records in [dispatched_position, committed_position); return the
@@ -178,22 +213,25 @@ class Dispatcher:
         topic = topic_bytes.decode("ascii", "replace")
         properties = decode_properties(properties_bytes)
         tags = properties.get(PROPERTY_TAGS)
-        if head.sysflag & record.TRANSACTION_TYPE_MASK in _DISPATCHED_TRANSACTION_TYPES:
-            queue = self._queues.get_or_create(topic, head.queue_id)
-            if head.queue_offset > queue.max_offset:
-                damage = self._damage_between(queue.max_physical_end, head.physical_offset)
-                if damage is not None:
-                    # Sized to end before this record: a lost tail's damage overlaps the
-                    # records written after the cut.
-                    queue.mark_damaged(up_to_offset=head.queue_offset,
-                                       physical_offset=damage.position,
-                                       size_bytes=max(1, min(
-                                           damage.end_position, head.physical_offset)
-                                           - damage.position))
-            if queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
-                         tags_code=_tags_code(tags) if tags else 0,
-                         queue_offset=head.queue_offset):
-                notices[topic, head.queue_id] = head.queue_offset + 1
+        key = (topic, head.queue_id)
+        if head.sysflag & record.TRANSACTION_TYPE_MASK in _DISPATCHED_TRANSACTION_TYPES and \
+                key not in self.stalled_queues and \
+                (self.only_queues is None or key in self.only_queues):
+            try:
+                if self._put_entry(head, topic, tags):
+                    notices[key] = head.queue_offset + 1
+            except OSError as error:
+                if error.errno in DISK_FULL_ERRNOS:
+                    raise
+                self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
+                                         head.queue_offset, f"{type(error).__name__}: {error}"))
+            except ConsumeQueueGapError as error:
+                if self.only_queues is None:
+                    raise
+                # A replay that finds the queue's records gone (retention deleted them while
+                # it was stalled): it stays stalled, and says so.
+                self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
+                                         head.queue_offset, str(error)))
         if self._index is not None:
             keys = [k for k in properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
             rolled = self._index.build(topic=topic, keys=keys,
@@ -206,6 +244,61 @@ class Dispatcher:
         self.last_store_timestamp_ms = head.store_timestamp_ms
         self.records_dispatched_total += 1
 
+    def _put_entry(self, head: record.RecordHead, topic: str, tags: str | None) -> bool:
+        """The record's consume queue entry (and damaged entries before it for a hole that
+        damage explains); True if the queue took it."""
+        queue = self._queues.get_or_create(topic, head.queue_id)
+        if head.queue_offset > queue.max_offset:
+            damage = self._damage_between(queue.max_physical_end, head.physical_offset)
+            if damage is not None:
+                # Sized to end before this record: a lost tail's damage overlaps the
+                # records written after the cut.
+                queue.mark_damaged(up_to_offset=head.queue_offset,
+                                   physical_offset=damage.position,
+                                   size_bytes=max(1, min(
+                                       damage.end_position, head.physical_offset)
+                                       - damage.position))
+        return queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
+                         tags_code=_tags_code(tags) if tags else 0,
+                         queue_offset=head.queue_offset)
+
+    def _stall(self, stalled: StalledQueue) -> None:
+        if len(self.stalled_queues) >= STALLED_QUEUES_MAX:
+            raise DispatchCorruptError(f"{STALLED_QUEUES_MAX} consume queues stalled; the "
+                                       f"last: {stalled}")
+        log.error("consume queue %s/%d stalled at queue offset %d (log position %d): %s; "
+                  "the other queues go on, and its records are put again every retry",
+                  stalled.topic, stalled.queue_id, stalled.queue_offset,
+                  stalled.physical_offset, stalled.reason)
+        self.stalled_queues[stalled.topic, stalled.queue_id] = stalled
+        self.stalled_queues_total += 1
+
+    def replay_stalled(self, *, min_position: int) -> QueueNotices:
+        """Put the stalled queues' records again, from the first each could not take (or the
+        log's start, `min_position`) up to where dispatch is; a queue that takes them all is
+        no longer stalled, one that fails again stays stalled.  Returns the notices of the
+        queues that moved."""
+        if not self.stalled_queues:
+            return {}
+        stalled, self.stalled_queues = self.stalled_queues, {}
+        start = max(min_position, min(s.physical_offset for s in stalled.values()))
+        replay = Dispatcher(self._reader, self._queues, index=None, dispatched_position=start,
+                            records_per_pass_max=self.records_per_pass_max,
+                            only_queues=frozenset(stalled))
+        replay.damage.extend(self.damage)
+        notices: dict[QueueKey, int] = {}
+        try:
+            while replay.dispatched_position < self.dispatched_position:
+                notices.update(replay.dispatch(committed_position=self.dispatched_position,
+                                               min_position=min_position))
+        except BaseException:
+            self.stalled_queues = stalled
+            raise
+        self.stalled_queues = replay.stalled_queues
+        for key in stalled.keys() - self.stalled_queues.keys():
+            log.info("consume queue %s/%d resumed", *key)
+        return notices
+
 
 class DispatchService(ServiceThread):
     """Runs passes until caught up, then polls every `dispatch_interval_ms`.
@@ -213,7 +306,10 @@ class DispatchService(ServiceThread):
     A full disk (ENOSPC, EDQUOT creating a consume queue or index file) stalls dispatch
     instead of stopping the store: it retries every `dispatch_retry_interval_ms` and says why
     in `stalled_reason` (re-dispatching is idempotent, so a half-done record is safe to
-    repeat).  Anything else that fails is fatal."""
+    repeat).  Any other file-system error on one queue's files stalls only that queue, and
+    its records are put again every `stalled_queue_retry_interval_ms`
+    (`Dispatcher.replay_stalled`).
+    Anything else that fails is fatal."""
 
     name = "dispatch"
 
@@ -227,6 +323,7 @@ class DispatchService(ServiceThread):
         self._min_position = min_position
         self.listener = listener
         self.stalled_reason: str | None = None
+        self._replayed_s: float | None = None
 
     @property
     def behind_bytes(self) -> int:
@@ -236,8 +333,9 @@ class DispatchService(ServiceThread):
         before = self.dispatcher.dispatched_position
         try:
             self.dispatch_once()
+            self._replay_stalled_queues()
         except OSError as error:
-            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if error.errno not in DISK_FULL_ERRNOS:
                 raise
             position = self.dispatcher.dispatched_position
             if self.stalled_reason is None:
@@ -250,6 +348,22 @@ class DispatchService(ServiceThread):
             self.stalled_reason = None
         if self.dispatcher.dispatched_position == before:
             self.wait_for_running(self._config.dispatch_interval_ms)
+
+    def _replay_stalled_queues(self) -> None:
+        """Every `stalled_queue_retry_interval_ms` while a queue is stalled (Dispatcher)."""
+        if not self.dispatcher.stalled_queues:
+            return
+        now_s = time.monotonic()
+        if self._replayed_s is None:
+            self._replayed_s = now_s  # stalled just now: wait a whole interval first
+        if (now_s - self._replayed_s) * 1000 < self._config.stalled_queue_retry_interval_ms:
+            return
+        self._replayed_s = now_s
+        notices = self.dispatcher.replay_stalled(min_position=self._min_position())
+        if notices and self.listener is not None:
+            self.listener(notices)
+        if not self.dispatcher.stalled_queues:
+            self._replayed_s = None
 
     def dispatch_once(self) -> None:
         notices = self.dispatcher.dispatch(committed_position=self._committed_position(),

@@ -54,7 +54,7 @@ from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 from ..store_sizes import embedded_config
-from .dispatcher import Dispatcher, DispatchService, Listener
+from .dispatcher import Dispatcher, DispatchService, Listener, StalledQueue
 from .log_source import LogSource
 from .published_log import PublishedLog
 from .torn_tail import cut_torn_queue_tails
@@ -304,6 +304,11 @@ class Indexer:
     def stalled_reason(self) -> str | None:
         """Why dispatch is waiting (a full disk), or None."""
         return self._dispatch.stalled_reason if self._dispatch is not None else None
+
+    @property
+    def stalled_queues(self) -> list[StalledQueue]:
+        """The queues an error of their own files stalled (dispatcher.py), oldest first."""
+        return list(self.dispatcher.stalled_queues.values())
 
     def _on_fatal(self, service: str, error: BaseException) -> None:
         self.failure = f"{service} failed: {error!r}"

@@ -12,6 +12,7 @@ and how the numbered ones are named.  Names only; nothing here touches a file.
     <store>/indexer.lock, indexer.abort, indexer-checkpoint the indexer process's own
     <store>/config/consumer-offsets/<group>.json            consumer group offsets
     <store>/creating/<kind>.<...>                            files being prepared
+    <store>/creating/consumequeue.<topic digest>.<queue id>.<20 digits>
 
 A segment, consume queue or index file appears under its final name only at full size and
 synced: it is prepared in `creating/` (so nothing but finished files is ever in `commitlog/`,
@@ -24,6 +25,7 @@ which its owner removes at its next open (the writer its `commitlog.*`, the inde
 from __future__ import annotations
 
 import datetime
+import hashlib
 from pathlib import PurePath
 
 COMMITLOG_DIRECTORY = "commitlog"
@@ -50,6 +52,25 @@ CREATING_SEPARATOR = "."
 def creating_name(kind: str, *parts: str) -> str:
     """The name in `creating/` of a `kind` file ("commitlog", "consumequeue", "index")."""
     return CREATING_SEPARATOR.join((kind, *parts))
+
+
+NAME_SIZE_BYTES_MAX = 255
+"""A name in a directory (Linux NAME_MAX): `consumequeue/<topic>/` fits a topic of 255 bytes,
+RocketMQ 5's longest, and a name in `creating/` must fit whatever the topic."""
+TOPIC_DIGEST_HEX_DIGITS = 16
+
+
+def consume_queue_creating_name(topic: str, queue_id: int, start_position: int) -> str:
+    """The name in `creating/` of a consume queue file of `topic`: the topic by a digest of its
+    name (64 bits, in hex), so the name has the same length whatever the topic; the queue and
+    the start position keep it readable.  Only one file is prepared at a time per queue and
+    a leftover is deleted at the next open, so a digest collision cannot harm a file."""
+    digest = hashlib.blake2b(topic.encode("utf-8"),
+                             digest_size=TOPIC_DIGEST_HEX_DIGITS // 2).hexdigest()
+    name = creating_name(CONSUME_QUEUE_DIRECTORY, digest, str(queue_id),
+                         offset_file_name(start_position))
+    assert len(name.encode("ascii")) <= NAME_SIZE_BYTES_MAX
+    return name
 
 # -- numbered by position: segments and consume queue files ---------------------------------
 FILE_NAME_DIGITS = 20

@@ -30,9 +30,7 @@ from ..files.consume_queue_file import (
 )
 from ..files.io import make_directories
 from ..format.volume import (
-    CONSUME_QUEUE_DIRECTORY,
-    creating_name,
-    offset_file_name,
+    consume_queue_creating_name,
     parse_offset_file_name,
 )
 
@@ -206,8 +204,8 @@ class ConsumeQueue:
         # is sparse beyond it (consume_queue_file.py).
         step = min(self.allocate_step_bytes, self.file_size_bytes)
         created = ConsumeQueueFile.create(
-            self.directory, creating=creating / creating_name(
-                CONSUME_QUEUE_DIRECTORY, self.topic, str(self.queue_id), offset_file_name(start)),
+            self.directory,
+            creating=creating / consume_queue_creating_name(self.topic, self.queue_id, start),
             start_position=start, size_bytes=self.file_size_bytes,
             method=PreallocateMethod.FALLOCATE, warmup=True, allocate_bytes=step)
         created.allocate_step_bytes = self.allocate_step_bytes
