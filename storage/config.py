@@ -199,28 +199,22 @@ class StoreConfig:
     when a separate indexer process dispatches the same directory."""
 
     positions_publish_enabled: bool = False
-    """Publish written/committed/flushed positions in `positions` for readers in other processes
-    (the writer service of a split deployment turns it on; see publisher.py)."""
+    """Publish the log's positions in `positions` for other processes (the writer service)."""
 
     positions_publish_interval_ms: int = 1000
     """Heartbeat: republish at least this often while nothing moves."""
 
     positions_publish_gap_us: int = 200
-    """While the log moves, republish this often: bounds how stale a reader's view is
-    without one publish per put."""
+    """While the log moves, republish this often: bounds a reader's staleness, not per put."""
 
     dispatch_interval_ms: int = 1
-    """Dispatch's poll when caught up (RocketMQ's reput sleeps 1 ms): a 1 ms pause bounds the
-    notice latency without a wakeup on the put path."""
+    """Dispatch's poll when caught up (RocketMQ's reput sleeps 1 ms): no put path wakeup."""
 
     dispatch_retry_interval_ms: int = 1000
-    """Retry period of a dispatch stalled by a full disk (RocketMQ retries a failed consume
-    queue write every 1 s)."""
+    """Retry period of a dispatch a full disk stalled (RocketMQ's consume queue write: 1 s)."""
 
     stalled_queue_retry_interval_ms: int = 30_000
-    """Retry period of a consume queue stalled by an error of its own files (dispatch goes on
-    with the other queues): each retry reads the log again from where the queue stalled, so
-    it is far longer than `dispatch_retry_interval_ms`."""
+    """Retry period of a queue its own files' error stalled: each rereads the log from there."""
 
     dispatch_records_per_pass_max: int = 10_000
     """Records per dispatch pass: bounds how long notices wait behind a large backlog."""
@@ -324,22 +318,22 @@ class StoreConfig:
 
     def __post_init__(self) -> None:
         check_positive(self, "segment_size_bytes", "message_body_size_bytes_max",
-                        "put_batch_size_bytes_max", "put_lock_timeout_ms", "allocate_wait_ms",
-                        "pool_buffer_count", "commit_interval_ms", "commit_thorough_interval_ms",
-                        "flush_interval_ms", "flush_thorough_interval_ms",
-                        "sync_flush_timeout_ms", "checkpoint_interval_ms",
-                        "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
-                        "consume_queue_file_size_bytes", "consume_queue_allocate_step_bytes",
-                        "dispatch_interval_ms", "dispatch_records_per_pass_max",
-                        "dispatch_retry_interval_ms", "stalled_queue_retry_interval_ms",
-                        "positions_publish_interval_ms",
-                        "positions_publish_gap_us", "queue_flush_interval_ms",
-                        "queue_flush_thorough_interval_ms", "get_transfer_count_max",
-                        "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
-                        "index_query_results_max", "file_retention_hours", "clean_interval_ms",
-                        "delete_segments_per_pass_max", "range_read_wait_ms",
-                        "read_cache_capacity_bytes", "read_cache_prefetch_pending_max",
-                        "replication_sync_timeout_ms", "replication_lag_bytes_max")
+                       "put_batch_size_bytes_max", "put_lock_timeout_ms", "allocate_wait_ms",
+                       "pool_buffer_count", "commit_interval_ms", "commit_thorough_interval_ms",
+                       "flush_interval_ms", "flush_thorough_interval_ms",
+                       "sync_flush_timeout_ms", "checkpoint_interval_ms",
+                       "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
+                       "consume_queue_file_size_bytes", "consume_queue_allocate_step_bytes",
+                       "dispatch_interval_ms", "dispatch_records_per_pass_max",
+                       "dispatch_retry_interval_ms", "stalled_queue_retry_interval_ms",
+                       "positions_publish_interval_ms", "positions_publish_gap_us",
+                       "queue_flush_interval_ms", "queue_flush_thorough_interval_ms",
+                       "get_transfer_count_max", "get_transfer_bytes_max",
+                       "index_hash_slot_count", "index_count_max", "index_query_results_max",
+                       "file_retention_hours", "clean_interval_ms",
+                       "delete_segments_per_pass_max", "range_read_wait_ms",
+                       "read_cache_capacity_bytes", "read_cache_prefetch_pending_max",
+                       "replication_sync_timeout_ms", "replication_lag_bytes_max")
         check_ratios(self)
         check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
                             "preallocate_ahead_count", "queue_flush_pages_min")

@@ -192,13 +192,11 @@ class MessageStore:
 
     @property
     def put_waits(self) -> bool:
-        """True if a put's answer waits for a sync (sync flush) or a follower (sync master):
-        callers on an event loop then use `submit` or `put_callback`."""
+        """A put's answer waits for a sync or a follower: on an event loop, use `submit`."""
         return self._acks.waits
 
     def topic_names(self) -> set[str]:
-        """Every topic the log holds a queue of (a copy: the writer's topic gate starts
-        from it)."""
+        """Every topic the log holds a queue of (a copy: the writer's topic gate's start)."""
         _, offsets = self._commitlog.snapshot_queue_offsets()
         return {topic for topic, _ in offsets}
 
@@ -213,8 +211,7 @@ class MessageStore:
         return self._reads.message_at(physical_offset)
 
     def iter_messages(self, start_position: int | None = None) -> Iterator[StoredMessage]:
-        """Every message from `start_position` (default: the log's start) to the committed
-        end, in physical order."""
+        """Every message from `start_position` (default: the log's start) on, in order."""
         self._check_open()
         return self._reads.iter_messages(start_position)
 
@@ -248,15 +245,13 @@ class MessageStore:
 
     def query_by_tag(self, topic: str, tag: str, begin_ms: int = 0, end_ms: int | None = None,
                      max_messages: int = 32) -> list[StoredMessage]:
-        """Messages of `topic` tagged `tag`, stored within [begin_ms, end_ms], oldest first
-        (the index's tag entries, `index_tags_enabled`)."""
+        """Messages of `topic` tagged `tag` in [begin_ms, end_ms] (the index's tag entries)."""
         self._check_open()
         return self._reads.query_by_tag(topic, tag, begin_ms, end_ms, max_messages)
 
     @property
     def damaged_reads_total(self) -> int:
-        """Reads that met a damaged record (store_reads.py)."""
-        return self._reads.damaged_reads_total
+        return self._reads.damaged_reads_total  # reads that met a damaged record
 
     def _check_open(self) -> None:
         if self._closed:
