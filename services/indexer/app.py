@@ -144,6 +144,10 @@ def _gauges(indexer: Indexer, hub: NoticeHub) -> list[GaugeSpec]:
         CounterSpec("mqstore_dispatch_damaged_ranges_total",
                     "Damaged commit log ranges dispatch skipped (their queue offsets answer "
                     "MESSAGE_CORRUPT).", lambda: indexer.dispatcher.damaged_ranges_total),
+        CounterSpec("mqstore_dispatch_queue_holes_total",
+                    "Queue holes no damage explained (offsets given out with no record): "
+                    "filled with entries that answer MESSAGE_CORRUPT.",
+                    lambda: indexer.dispatcher.queue_holes_total),
         GaugeSpec("mqstore_notice_subscribers", "Notifiers connected to the notice stream.",
                   lambda: hub.subscriber_count),
     ]

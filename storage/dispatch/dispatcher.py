@@ -13,8 +13,11 @@ is given, and for each:
                             damaged bytes, and a read of one answers MESSAGE_CORRUPT
     a missing segment     → DispatchCorruptError (the writer's recovery recreates those)
 
-A queue hole with no damage seen before it is a bug, and stops dispatch
-(ConsumeQueueGapError), as a record that is not whole does.
+A queue hole with no damage seen before it (offsets the writer gave out with no record in
+the log: a bug, as a writer that gave a prepared transaction record an offset was) stops
+nothing either: the missing offsets get damaged entries pointing at the record that showed
+the hole, so reads of them answer MESSAGE_CORRUPT and consumers go on past them; it is
+logged at ERROR and counted (`queue_holes_total`).
 
 A file-system error on one queue's files (a name the file system refuses, EIO, EACCES) stalls
 that queue only: it is reported (`stalled_queues`, one ERROR log), later records of that
@@ -56,7 +59,7 @@ from ..format.properties import (
 )
 from ..format.record_scan import Damage, find_record
 from ..log.reader import CommitLogReader
-from ..queues.consume_queue import ConsumeQueueGapError
+from ..queues.consume_queue import ConsumeQueue, ConsumeQueueGapError
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 
@@ -69,7 +72,6 @@ QueueNotices = Mapping[tuple[str, int], int]
 """(topic, queue id) → the queue's next offset after this pass."""
 Listener = Callable[[QueueNotices], None]
 
-_DISPATCHED_TRANSACTION_TYPES = (0, record.SysFlag.TRANSACTION_COMMIT)
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 """Errors of the whole disk, not of one queue's files: they stall all of dispatch."""
 STALLED_QUEUES_MAX = 10_000
@@ -130,6 +132,7 @@ class Dispatcher:
         self.only_queues = only_queues
         self.stalled_queues: dict[QueueKey, StalledQueue] = {}
         self.stalled_queues_total = 0
+        self.queue_holes_total = 0
 
     def dispatch(self, *, committed_position: int, min_position: int) -> QueueNotices:
         """Dispatch whole records in [dispatched_position, committed_position); return the
@@ -214,7 +217,7 @@ class Dispatcher:
         properties = decode_properties(properties_bytes)
         tags = properties.get(PROPERTY_TAGS)
         key = (topic, head.queue_id)
-        if head.sysflag & record.TRANSACTION_TYPE_MASK in _DISPATCHED_TRANSACTION_TYPES and \
+        if record.takes_queue_offset(head.sysflag) and \
                 key not in self.stalled_queues and \
                 (self.only_queues is None or key in self.only_queues):
             try:
@@ -258,9 +261,22 @@ class Dispatcher:
                                    size_bytes=max(1, min(
                                        damage.end_position, head.physical_offset)
                                        - damage.position))
+            elif queue.files and self.only_queues is None:
+                self._fill_hole(queue, head)
         return queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
                          tags_code=_tags_code(tags) if tags else 0,
                          queue_offset=head.queue_offset)
+
+    def _fill_hole(self, queue: ConsumeQueue, head: record.RecordHead) -> None:
+        """Offsets [queue end, this record's) have no record in the log and no damage
+        explains them (the module docstring): damaged entries, so the queue goes on."""
+        log.error("consume queue %s/%d: offsets %d..%d have no record in the log before "
+                  "position %d (the writer gave them out, dispatch found none); they answer "
+                  "MESSAGE_CORRUPT", queue.topic, queue.queue_id, queue.max_offset,
+                  head.queue_offset - 1, head.physical_offset)
+        queue.mark_damaged(up_to_offset=head.queue_offset, physical_offset=head.physical_offset,
+                           size_bytes=1)
+        self.queue_holes_total += 1
 
     def _stall(self, stalled: StalledQueue) -> None:
         if len(self.stalled_queues) >= STALLED_QUEUES_MAX:

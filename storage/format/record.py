@@ -68,6 +68,17 @@ class SysFlag(enum.IntFlag):
 
 
 TRANSACTION_TYPE_MASK = 0xC
+OFFSETLESS_TRANSACTION_TYPES = (SysFlag.TRANSACTION_PREPARED, SysFlag.TRANSACTION_ROLLBACK)
+
+
+def takes_queue_offset(sysflag: int) -> bool:
+    """Whether a record of this SYSFLAG takes a queue offset and a consume queue entry.
+
+    RocketMQ's CommitLog stores a prepared or rolled-back transaction record with queue offset
+    0 and does not advance the queue's counter; dispatch puts no entry for it.  The writer,
+    recovery and dispatch all ask this one function, so they cannot disagree (a writer that
+    gave such a record an offset left a hole dispatch could not fill)."""
+    return sysflag & TRANSACTION_TYPE_MASK not in OFFSETLESS_TRANSACTION_TYPES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -108,11 +108,12 @@ class CommitLog:
                 segment = self._roll()
             position = segment.written_position
             physical_offset = segment.start_position + position
-            key = (message.topic, message.queue_id)
-            queue_offset = self.queue_offsets.get(key, 0)
-            store_timestamp_ms = _time_ns() // 1_000_000
             (layout, _, crc, queue_id, flag, born_ms, born_host, body, tail, store_host, sysflag,
              reconsume_times) = prepared
+            key = (message.topic, message.queue_id)
+            takes_offset = sysflag == 0 or record.takes_queue_offset(sysflag)
+            queue_offset = self.queue_offsets.get(key, 0) if takes_offset else 0
+            store_timestamp_ms = _time_ns() // 1_000_000
             head = layout.head
             target = segment.write_target
             head.pack_into(target, position, size, layout.magic, crc, queue_id, flag,
@@ -125,7 +126,8 @@ class CommitLog:
             target[body_at:tail_at] = body
             target[tail_at:position + size] = tail
             segment.written_position = position + size
-            self.queue_offsets[key] = queue_offset + 1
+            if takes_offset:
+                self.queue_offsets[key] = queue_offset + 1
             self._segment_list.last_store_timestamp_ms = store_timestamp_ms
         except _Refused as refused:
             return PutResult(refused.status, reason=refused.reason)
@@ -151,6 +153,10 @@ class CommitLog:
             return []
         if self.refused_reason is not None:
             return _all(messages, PutStatus.SERVICE_NOT_AVAILABLE, self.refused_reason)
+        if any(message.sysflag & record.TRANSACTION_TYPE_MASK for message in messages):
+            return _all(messages, PutStatus.MESSAGE_ILLEGAL,
+                        "a batch takes no transaction messages (RocketMQ's CommitLog refuses "
+                        "them too): send each one alone")
         guess = BatchGuess(self._active, self.queue_offsets)
         try:
             blob, results = self._encode_batch(messages, guess)

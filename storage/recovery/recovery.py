@@ -250,8 +250,7 @@ class _LogScan:
         report = self._report
         report.records_scanned += 1
         report.last_store_timestamp_ms = head.store_timestamp_ms
-        if head.sysflag & record.TRANSACTION_TYPE_MASK in (record.SysFlag.TRANSACTION_PREPARED,
-                                                           record.SysFlag.TRANSACTION_ROLLBACK):
+        if not record.takes_queue_offset(head.sysflag):
             return  # prepared/rollback records take no queue offset (RocketMQ's CommitLog)
         assert result.layout is not None
         topic = _topic_of(mapping, position, result.layout, head)
