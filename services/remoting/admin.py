@@ -17,11 +17,13 @@ from .codes import (
     FLAG_ONEWAY,
     RESET_CONSUMER_CLIENT_OFFSET,
     SUCCESS,
+    SYSTEM_ERROR,
     TOPIC_NOT_EXIST,
     RemotingError,
 )
 from .context import Front, Peer
 from .frame import Command
+from .offset_table import OffsetCommitError
 from .offsets import store_time_at
 from .topics import PERM_READ_WRITE, TopicConfig
 
@@ -110,7 +112,10 @@ async def reset_offset(front: Front, request: Command, peer: Peer) -> Command:
             continue
         offset = exact if exact >= 0 else front.view.offset_by_time(topic, queue_id,
                                                                      timestamp_ms)
-        front.offsets.commit(group, topic, queue_id, offset)
+        try:
+            front.offsets.commit(group, topic, queue_id, offset)
+        except OffsetCommitError as error:
+            raise RemotingError(SYSTEM_ERROR, f"offsets not reset: {error}") from None
         table[_queue(front, topic, queue_id)] = offset
     await front.offsets.flush()
     body = bodies.encode({"offsetTable": table})

@@ -9,9 +9,10 @@ which the client applies its `consumeFromWhere` (GET_MAX_OFFSET, 0, or a time se
 from __future__ import annotations
 
 from . import headers
-from .codes import QUERY_NOT_FOUND, SUCCESS, RemotingError
+from .codes import QUERY_NOT_FOUND, SUCCESS, SYSTEM_ERROR, RemotingError
 from .context import Front, Peer
 from .frame import Command
+from .offset_table import OffsetCommitError
 
 
 async def query_consumer_offset(front: Front, request: Command, peer: Peer) -> Command:
@@ -29,12 +30,16 @@ async def query_consumer_offset(front: Front, request: Command, peer: Peer) -> C
 
 
 async def update_consumer_offset(front: Front, request: Command, peer: Peer) -> Command:
-    """UPDATE_CONSUMER_OFFSET (15): kept in memory, written every offsets_flush_interval_ms."""
+    """UPDATE_CONSUMER_OFFSET (15): written every offsets_flush_interval_ms; refused (1, with the
+    reason) when the store cannot take it (offset_table.py)."""
     group = headers.text(request, "consumerGroup")
     topic = headers.text(request, "topic")
     queue_id = headers.number(request, "queueId", minimum=0, maximum=headers.INT32_MAX)
     offset = headers.number(request, "commitOffset", minimum=0)
-    front.offsets.commit(group, topic, queue_id, offset)
+    try:
+        front.offsets.commit(group, topic, queue_id, offset)
+    except OffsetCommitError as error:
+        raise RemotingError(SYSTEM_ERROR, f"offset not committed: {error}") from None
     return request.answer(SUCCESS)
 
 

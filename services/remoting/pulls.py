@@ -26,6 +26,7 @@ match.  With sysFlag 0x1 the pull also commits `commitOffset` for the group.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from mqstore.services.notifier.held import (
@@ -50,6 +51,7 @@ from .codes import (
 )
 from .context import Front, Peer
 from .frame import Command
+from .offset_table import OffsetCommitError
 
 log = logging.getLogger("mqstore.remoting")
 
@@ -78,7 +80,8 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
     if sysflag & FLAG_COMMIT_OFFSET:
         commit = headers.number(request, "commitOffset", default=-1)
         if commit >= 0:
-            front.offsets.commit(group, topic, queue_id, commit)
+            with contextlib.suppress(OffsetCommitError):  # the pull is served all the same
+                front.offsets.commit(group, topic, queue_id, commit)
     hold_ms = 0
     if sysflag & FLAG_SUSPEND:
         hold_ms = min(headers.number(request, "suspendTimeoutMillis", minimum=0, default=0),

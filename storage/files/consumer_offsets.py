@@ -104,6 +104,7 @@ class ConsumerOffsets:
             if value <= 0:
                 raise ValueError(f"{name}={value} must be positive")
         self.directory = store_directory / OFFSETS_DIRECTORY
+        self._directory_text = str(self.directory)
         self.lock_timeout_ms = lock_timeout_ms
         self.groups_max = groups_max
         self.file_size_bytes_max = file_size_bytes_max
@@ -117,9 +118,16 @@ class ConsumerOffsets:
                 for queue_id, offset in self._read(group).get(topic, {}).items()}
 
     def commit(self, group: str, topic: str, offsets: Mapping[int, int], *,
-               reset: bool = False) -> dict[int, int]:
+               reset: bool = False, seen: Mapping[int, int | None] | None = None
+               ) -> dict[int, int]:
         """Merge `offsets` ({queue id: next offset}) by the rule in the module docstring;
-        returns the group's offsets on `topic` after the commit."""
+        returns the group's offsets on `topic` after the commit.
+
+        `seen` ({queue id: the stored offset when the commit was taken, None if none}): a
+        commit taken earlier and written later (the remoting front's).  A queue still as
+        seen takes the offset as given (it may move back: a consumer seeking); one moved back
+        since (a reset by another front or process) keeps the reset; one moved forward (a
+        commit through another replica) takes the larger."""
         validate_group(group)
         validate_topic(topic, size_bytes_max=TOPIC_NAME_BYTES_MAX)
         for queue_id, offset in offsets.items():
@@ -133,7 +141,8 @@ class ConsumerOffsets:
             merged = dict(stored)
             for queue_id, offset in offsets.items():
                 key = str(queue_id)
-                merged[key] = offset if reset else max(offset, stored.get(key, -1))
+                merged[key] = (offset if reset else _merged(offset, stored.get(key), seen,
+                                                             queue_id))
             if merged != stored:
                 if not topics:
                     self._check_room_for_group(group)
@@ -204,7 +213,9 @@ class ConsumerOffsets:
         """The file's topics.  Cached by (inode, mtime, size) for fetches; a commit reads
         afresh, since a freed inode can be reused within one coarse mtime tick (~4 ms) by a
         file of the same size, and a stale read under the lock could move an offset back."""
-        path = self.path(group)
+        # A string, not a Path: pathlib interns each part, and a client querying new group
+        # names at will would grow the interpreter's table of interned strings.
+        path = os.path.join(self._directory_text, group + OFFSETS_FILE_SUFFIX)
         try:
             status = os.stat(path)
         except FileNotFoundError:
@@ -215,7 +226,8 @@ class ConsumerOffsets:
         if cached and entry is not None and entry[0] == version:
             return entry[1]
         try:
-            document = json.loads(path.read_bytes())
+            with open(path, "rb") as file:
+                document = json.loads(file.read())
         except FileNotFoundError:
             return {}  # replaced between stat and open: the next read sees the new one
         except (ValueError, UnicodeDecodeError) as error:
@@ -248,7 +260,20 @@ class ConsumerOffsets:
         fsync_directory(self.directory)
 
 
-def _topics(document: object, path: Path) -> dict[str, dict[str, int]]:
+def _merged(offset: int, stored: int | None, seen: Mapping[int, int | None] | None,
+            queue_id: int) -> int:
+    """One queue's offset after a commit of `offset` (ConsumerOffsets.commit)."""
+    if seen is None or queue_id not in seen:
+        return max(offset, -1 if stored is None else stored)
+    base = seen[queue_id]
+    if stored == base:
+        return offset
+    if stored is not None and base is not None and stored < base:
+        return stored  # reset after the commit was taken: the reset wins
+    return max(offset, -1 if stored is None else stored)
+
+
+def _topics(document: object, path: str) -> dict[str, dict[str, int]]:
     """The `topics` object of a parsed file, checked: {topic: {"<queue id>": offset}}."""
     if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
         raise StoreFormatError(f"{path}: not a version {FORMAT_VERSION} consumer offsets file")
