@@ -106,7 +106,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                     queue_share_min=settings.group_poll_queue_share_min)
     admin = TopicAdmin(topics or TopicTable(
         view.directory, queue_count_max=WriterSettings().topic_queue_count,
-        topics_max=TopicsSettings().topics_max, on_disk=view.topics),
+        topics_max=TopicsSettings().topics_max,
+        topic_size_bytes_max=view.config.topic_size_bytes_max, on_disk=view.topics),
         topic_bytes_max=view.config.topic_size_bytes_max)
     handlers = NotifierHandlers(view, offsets, puller, settings, topic_names=admin.names)
     auth = auth or AuthSettings()

@@ -72,7 +72,9 @@ async def _serve(config: ServiceConfig) -> int:
 
         front = front_settings(config)
         topics = TopicTable(view.directory, queue_count_max=config.writer.topic_queue_count,
-                            topics_max=front.topics_max, on_disk=view.topics)
+                            topics_max=front.topics_max,
+                            topic_size_bytes_max=view.config.topic_size_bytes_max,
+                            on_disk=view.topics)
         remoting = RemotingFront(view, offsets, front, topics=topics,
                                  queue_count_max=config.writer.topic_queue_count,
                                  ssl_context=tls, users=users) \

@@ -43,7 +43,7 @@ from .codes import (
 )
 from .context import Front, Peer
 from .frame import Command
-from .topics import TopicConfig, check_topic_name
+from .topics import TopicConfig
 
 STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
                 "FLUSH_SLAVE_TIMEOUT": FLUSH_SLAVE_TIMEOUT,
@@ -59,7 +59,7 @@ _round_robin = itertools.count()
 
 async def send(front: Front, request: Command, peer: Peer) -> Command | None:
     topic = headers.text(request, "topic", "b")
-    check_topic_name(topic)
+    front.topics.check_name(topic)
     config = _topic(front, request, topic)
     queue_id = headers.queue_id(request, "queueId", "e")
     if queue_id < 0:

@@ -50,6 +50,7 @@ class RemotingFront:
         self.front = Front(
             view=view, settings=settings, store_config=view.config,
             topics=topics or TopicTable(view.directory, queue_count_max=queue_count_max,
+                                        topic_size_bytes_max=view.config.topic_size_bytes_max,
                                         topics_max=settings.topics_max, on_disk=view.topics),
             offsets=OffsetTable(offsets),
             clients=ClientTable(expiry_ms=settings.consumer_expiry_ms,

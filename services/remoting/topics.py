@@ -58,8 +58,11 @@ class TopicConfig(NamedTuple):
 
 class TopicTable:
     def __init__(self, data_dir: Path, *, queue_count_max: int, topics_max: int,
-                 on_disk: Callable[[], list[str]]) -> None:
+                 topic_size_bytes_max: int, on_disk: Callable[[], list[str]]) -> None:
+        """`topic_size_bytes_max`: the store's (a longer name could be routed and created but
+        never written)."""
         self._path = data_dir / TOPICS_FILE
+        self.topic_size_bytes_max = topic_size_bytes_max
         self.queue_count_max = queue_count_max
         """The writer's `topic_queue_count`: queue ids it accepts are below it."""
         self._topics_max = topics_max
@@ -84,6 +87,13 @@ class TopicTable:
             return self.default(topic)
         return None
 
+    def check_name(self, topic: str) -> None:
+        """MESSAGE_ILLEGAL with the rule broken, as the writer would refuse the name."""
+        try:
+            validate_topic(topic, size_bytes_max=self.topic_size_bytes_max)
+        except TopicNameError as error:
+            raise RemotingError(MESSAGE_ILLEGAL, str(error)) from None
+
     def require(self, topic: str) -> TopicConfig:
         found = self.get(topic)
         if found is None:
@@ -101,7 +111,7 @@ class TopicTable:
         return sorted(names - self._deleted)
 
     def create(self, config: TopicConfig) -> None:
-        check_topic_name(config.name)
+        self.check_name(config.name)
         if is_system_topic(config.name):  # RocketMQ's answer to `updateTopic` of one
             raise RemotingError(SYSTEM_ERROR, f"The topic[{config.name}] is conflict with "
                                               f"system topic.")
@@ -177,9 +187,3 @@ class TopicTable:
         status = os.stat(self._path)
         self._stamp = (status.st_mtime_ns, status.st_size)
 
-
-def check_topic_name(topic: str) -> None:
-    try:
-        validate_topic(topic, size_bytes_max=255)
-    except TopicNameError as error:
-        raise RemotingError(MESSAGE_ILLEGAL, str(error)) from None

@@ -38,6 +38,7 @@ def store(tmp_path: Path) -> Iterator[MessageStore]:
 def _table(store: MessageStore) -> TopicTable:
     """The remoting front's table, as a notifier process keeps it on the same volume."""
     return TopicTable(store.directory, queue_count_max=8, topics_max=100,
+                      topic_size_bytes_max=store.config.topic_size_bytes_max,
                       on_disk=lambda: ["Orders"])
 
 
