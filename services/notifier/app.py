@@ -127,6 +127,7 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                                        if users and settings.indexer_url else None))
     if remoting is not None:
         feed.add_held(remoting.held)
+        remoting.front.on_woken = metrics.woken  # one set of wake-up metrics for both
         app[REMOTING] = remoting
         app.cleanup_ctx.append(_remoting(remoting))
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from mqstore.storage import GetStatus
+from mqstore.storage import GetResult, GetStatus
 from mqstore.storage.reads.store_view import StoreView
 
 from .answers import message_json, pull_json, suggest_follower
@@ -40,6 +40,34 @@ from .metrics import NotifierMetrics
 HOLD_STATUSES = frozenset({GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE})
 """A reader that is caught up: only new data can change the answer (RocketMQ PULL_NOT_FOUND
 without OFFSET_FOUND_NULL, which a deleted file causes and no new data cures)."""
+T = TypeVar("T")
+
+
+async def long_poll(view: StoreView, held: HeldPulls, topic: str, queue_id: int, offset: int,
+                    max_messages: int, *, tags: Sequence[str] | None, records_only: bool,
+                    wait_ms: int, client: str, answer: Callable[[GetResult], T],
+                    on_hold: Callable[[], None], on_woken: Callable[[str], None]) -> T:
+    """The one long-poll loop of a queue, for the HTTP API and the remoting front: get; if
+    caught up and the wait is not over, hold (`on_hold`) until a notice, the refresh pass,
+    the wait's end or shutdown wakes it (`on_woken(cause)`: the wake-up metrics), and get
+    again.  `answer` shapes the result while its records are still held.  Raises
+    HeldPullsFullError / HeldPullsClientFullError when no slot is free (each protocol
+    answers its own way)."""
+    loop = asyncio.get_running_loop()
+    deadline_s = loop.time() + wait_ms / 1000
+    while True:
+        with view.get(topic, queue_id, offset, max_messages, tags=tags,
+                      records_only=records_only) as result:
+            remaining_s = deadline_s - loop.time()
+            if (result.records or result.messages or result.status not in HOLD_STATUSES
+                    or remaining_s <= 0):
+                return answer(result)
+        on_hold()
+        cause = await held.wait(topic, {queue_id: offset}, any_queue=False,
+                                timeout_s=remaining_s, client=client)
+        on_woken(cause)
+        if cause == SHUTDOWN:
+            deadline_s = loop.time()  # one more get, then answer
 
 
 class Puller:
@@ -62,22 +90,13 @@ class Puller:
         """One queue from `offset`; held up to `wait_ms` while caught up (`on_hold` is
         called each time it waits: the metrics tell waiting pulls apart).  `client`: whose
         held-pull share it takes (its remote address)."""
-        loop = asyncio.get_running_loop()
-        deadline_s = loop.time() + wait_ms / 1000
-        while True:
-            with self._view.get(topic, queue_id, offset, max_messages,
-                                    tags=tags) as result:
-                remaining_s = deadline_s - loop.time()
-                if (result.messages or result.status not in HOLD_STATUSES
-                        or remaining_s <= 0):
-                    return pull_json(result, committed_position=self._view.log.committed_position,
-                                     behind_bytes_max=self._behind_bytes_max)
-            on_hold()
-            cause = await self._held.wait(topic, {queue_id: offset}, any_queue=False,
-                                          timeout_s=remaining_s, client=client)
-            self._metrics.woken(cause)
-            if cause == SHUTDOWN:
-                deadline_s = loop.time()  # one more get, then answer
+        return await long_poll(
+            self._view, self._held, topic, queue_id, offset, max_messages, tags=tags,
+            records_only=False, wait_ms=wait_ms, client=client, on_hold=on_hold,
+            on_woken=self._metrics.woken,
+            answer=lambda result: pull_json(
+                result, committed_position=self._view.log.committed_position,
+                behind_bytes_max=self._behind_bytes_max))
 
     async def poll_group(self, topic: str, *, start_offset: Callable[[int], int],
                          max_messages: int, tags: Sequence[str] | None, wait_ms: int,

@@ -52,6 +52,9 @@ class Front:
     The server sets it when it starts."""
     opaques: itertools.count[int] = dataclasses.field(default_factory=itertools.count)
     """Opaques of the requests the server sends to clients."""
+    on_woken: Callable[[str], None] = lambda cause: None
+    """Counts why a held pull woke (the notifier's wake-up metrics, shared with its HTTP
+    pulls); the notifier sets it when it serves the front."""
 
     @property
     def broker_address(self) -> str:

@@ -25,16 +25,11 @@ match.  With sysFlag 0x1 the pull also commits `commitOffset` for the group.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 
-from mqstore.services.notifier.held import (
-    SHUTDOWN,
-    HeldPullsClientFullError,
-    HeldPullsFullError,
-)
-from mqstore.services.notifier.pulls import HOLD_STATUSES
+from mqstore.services.notifier.held import HeldPullsClientFullError, HeldPullsFullError
+from mqstore.services.notifier.pulls import long_poll
 from mqstore.storage import GetResult, GetStatus, SubscriptionExpressionError, parse_tags
 
 from . import headers
@@ -86,30 +81,27 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
     if sysflag & FLAG_SUSPEND:
         hold_ms = min(headers.number(request, "suspendTimeoutMillis", minimum=0, default=0),
                       front.settings.pull_suspend_ms_max)
-    loop = asyncio.get_running_loop()
-    deadline_s = loop.time() + hold_ms / 1000
-    while True:
-        with front.view.get(topic, queue_id, offset, min(max_messages, MAX_MESSAGES_MAX),
-                            tags=tags, records_only=True) as result:
-            remaining_s = deadline_s - loop.time()
-            if result.records or result.status not in HOLD_STATUSES or remaining_s <= 0:
-                return _answer(request, result, offset=offset, where=f"{topic}/{queue_id}")
-        try:
-            cause = await front.held.wait(topic, {queue_id: offset}, any_queue=False,
-                                          timeout_s=remaining_s,
-                                          client=peer.address.rpartition(":")[0])
-        except HeldPullsClientFullError:
-            raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] this client holds "
-                                             f"{front.held.held_per_client_max} pulls already "
-                                             f"(remoting.held_pulls_per_client_max)") from None
-        except HeldPullsFullError:
-            # Not PULL_NOT_FOUND: a push consumer would pull again at once, and spin.  An
-            # error makes it wait `pullTimeDelayMillsWhenException` (1 s) first.
-            raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {front.held.held_count} pulls are "
-                                             f"held already (remoting.held_pulls_max="
-                                             f"{front.held.held_max})") from None
-        if cause == SHUTDOWN:
-            deadline_s = loop.time()
+    try:
+        return await long_poll(
+            front.view, front.held, topic, queue_id, offset, min(max_messages, MAX_MESSAGES_MAX),
+            tags=tags, records_only=True, wait_ms=hold_ms,
+            client=peer.address.rpartition(":")[0], on_hold=_nothing, on_woken=front.on_woken,
+            answer=lambda result: _answer(request, result, offset=offset,
+                                          where=f"{topic}/{queue_id}"))
+    except HeldPullsClientFullError:
+        raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] this client holds "
+                                         f"{front.held.held_per_client_max} pulls already "
+                                         f"(remoting.held_pulls_per_client_max)") from None
+    except HeldPullsFullError:
+        # Not PULL_NOT_FOUND: a push consumer would pull again at once, and spin.  An
+        # error makes it wait `pullTimeDelayMillsWhenException` (1 s) first.
+        raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {front.held.held_count} pulls are "
+                                         f"held already (remoting.held_pulls_max="
+                                         f"{front.held.held_max})") from None
+
+
+def _nothing() -> None:
+    pass
 
 
 def _tags(front: Front, request: Command, *, group: str, topic: str,

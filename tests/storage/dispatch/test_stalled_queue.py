@@ -1,7 +1,8 @@
-"""A file-system error on one consume queue's files stalls that queue only (storage/dispatch/dispatcher.py):
-every other queue and the index go on, the stalled queue is reported, and its records are
-put again once its files can be written.  Issue 26 found a 255-byte topic whose file name in
-`creating/` the file system refused halting dispatch of every topic."""
+"""A file-system error on one consume queue's files stalls that queue only
+(storage/dispatch/dispatcher.py): every other queue and the index go on, the stalled queue is
+reported, and its records are put again once its files can be written.  Issue 26 found a
+255-byte topic whose file name in `creating/` the file system refused halting dispatch of
+every topic."""
 
 from __future__ import annotations
 
