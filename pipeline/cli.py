@@ -220,6 +220,7 @@ def _verify(spark: object, store: str, arguments: argparse.Namespace) -> int:
 def _reindex(spark: object, store: str, arguments: argparse.Namespace) -> int:
     from mqstore.pipeline.job_reindex import ReindexSettings, reindex  # noqa: PLC0415
     from mqstore.pipeline.store_config import store_config_from_options  # noqa: PLC0415
+    from mqstore.storage.index.tag_evidence import index_tags_for_store  # noqa: PLC0415
 
     options = {f"store.{key}": value for key, value in
                _pairs(arguments.store_option, "--store-option").items()}
@@ -229,7 +230,8 @@ def _reindex(spark: object, store: str, arguments: argparse.Namespace) -> int:
     settings = ReindexSettings(
         consume_queue_file_size_bytes=config.consume_queue_file_size_bytes,
         index_enabled=config.index_enabled, index_hash_slot_count=config.index_hash_slot_count,
-        index_count_max=config.index_count_max, index_tags=config.index_tags_enabled,
+        index_count_max=config.index_count_max,
+        index_tags=index_tags_for_store(Path(store), config),  # as the store's index holds
         queue_tasks=arguments.queue_tasks)
     result = reindex(spark, store, str(arguments.output), settings)  # type: ignore[arg-type]
     print(f"reindexed into {arguments.output}: {result.queue_entries} consume queue entries, "

@@ -61,7 +61,8 @@ class ReindexSettings:
     index_hash_slot_count: int
     index_count_max: int
     index_tags: bool = True
-    """Tag entries too (`StoreConfig.index_tags_enabled`)."""
+    """Tag entries too: `StoreConfig.index_tags_enabled`, resolved for the store read
+    (`index_tags_for_store`: None means as its index holds)."""
     queue_tasks: int = 8
     """Tasks that write consume queues (each writes whole queues)."""
 

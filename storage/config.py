@@ -235,10 +235,9 @@ class StoreConfig:
     """`maxTransferBytesOnMessageInMemory`: record bytes one `get` returns at most (the first
     message is returned whatever its size)."""
 
-    index_tags_enabled: bool = True
-    """Index each message's TAGS too (`topic#T#<tags>`), as RocketMQ 5 does, so a query by
-    tag (and RocketMQ 5 reading this store) finds them; one more 20-byte entry a tagged
-    message.  RocketMQ 4.9 writes none (and ignores them)."""
+    index_tags_enabled: bool | None = None
+    """Index TAGS too (`topic#T#<tags>`, one 20-byte entry), as RocketMQ 5 does; 4.9 does
+    not.  None: as the store's index holds (index/tag_evidence.py), on for a new store."""
 
     read_verify_crc: bool = True
     """Reads (`get`, `message_at`, `iter_messages`) check each record's body CRC and answer

@@ -9,7 +9,7 @@ import typing
 from typing import Any
 
 from mqstore.storage import ConfigError
-from mqstore.storage.config_text import enum_value, type_name
+from mqstore.storage.config_text import enum_value, optional_of, type_name
 
 
 def field_types(section_class: type[Any]) -> dict[str, Any]:
@@ -20,6 +20,10 @@ def field_types(section_class: type[Any]) -> dict[str, Any]:
 def from_yaml(value: object, kind: Any, *, where: str) -> object:
     """Check a YAML value against the field type: no silent conversions (a quoted "8081"
     is a string, and a string is not a port)."""
+    if (optional := optional_of(kind)) is not None:  # `X | None`: null, or an X
+        if value is None:
+            return None
+        kind = optional
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         return enum_value(kind, value, where=where)
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):

@@ -21,10 +21,12 @@ end) → `resume` → `start` (catches up, then runs the dispatch and queue-sync
 
 The resume rule (`resume`): a kill -9 may have torn the last entry of a queue, so each
 queue's last entry is checked against the log first (`torn_tail.py`).  Dispatch then resumes
-at the end of the newest record any queue holds, lowered to where the index ends (it may
-have lost files), raised to the log's start, and lowered to `floor_position` when given (the
-embedded store's recovery window after an abnormal exit).  Re-dispatching is idempotent:
-the queues and the index skip what they hold.
+at the end of the newest record any queue holds, lowered to the newest record the index
+holds (it may have lost files), raised to the log's start, and lowered to `floor_position`
+when given (the embedded store's recovery window after an abnormal exit).  The index
+header's end offset (RocketMQ `endPhyOffset`) is where that record *starts*, so it is
+dispatched again: idempotent, as the queues and the index skip what they hold, and that
+record gets only keys it lacks (none when `index_tags` matches the store's writer).
 
 Crash-only: a record that fails to decode below the committed position stops the indexer
 (`failure`); the next open recovers from the files.
@@ -50,6 +52,7 @@ from ..files.watermarks import DispatchedFile
 from ..format import volume
 from ..format.record_scan import Damage
 from ..index.index_service import IndexService
+from ..index.tag_evidence import index_tags_for_store
 from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
@@ -86,6 +89,11 @@ class Indexer:
                 allocate_step_bytes=config.consume_queue_allocate_step_bytes)
             self._closers.append(self.queues.close)
             self._cut_queues = self.queues.load()
+            # Asked before `load` drops index files an abnormal exit left: they are evidence.
+            self.index_tags = config.index_enabled and index_tags_for_store(
+                directory, config, reader=self.reader)
+            """Whether dispatch indexes TAGS (`topic#T#<tags>`): `index_tags_enabled`, or
+            when None what the store's index holds (index/tag_evidence.py)."""
             self.index = self._load_index(abnormal=abnormal)
             self._dispatched = (DispatchedFile(directory / volume.DISPATCHED_FILE,
                                                writable=True) if publish_dispatched else None)
@@ -106,7 +114,7 @@ class Indexer:
         self.dispatcher = Dispatcher(self.reader, self.queues, index=self.index,
                                      dispatched_position=0,
                                      records_per_pass_max=config.dispatch_records_per_pass_max,
-                                     index_tags=config.index_tags_enabled)
+                                     index_tags=self.index_tags)
         self._dispatch: DispatchService | None = None
         self._own: _OwnFiles | None = None
         """`Indexer.open`'s: the process's abort marker and what closes with it."""
