@@ -91,9 +91,7 @@ class Indexer:
             self._cut_queues = self.queues.load()
             # Asked before `load` drops index files an abnormal exit left: they are evidence.
             self.index_tags = config.index_enabled and index_tags_for_store(
-                directory, config, reader=self.reader)
-            """Whether dispatch indexes TAGS (`topic#T#<tags>`): `index_tags_enabled`, or
-            when None what the store's index holds (index/tag_evidence.py)."""
+                directory, config, reader=self.reader)  # index/tag_evidence.py
             self.index = self._load_index(abnormal=abnormal)
             self._dispatched = (DispatchedFile(directory / volume.DISPATCHED_FILE,
                                                writable=True) if publish_dispatched else None)
@@ -185,6 +183,8 @@ class Indexer:
             log.warning("cut a torn last entry in %d consume queues", cut)
         bounds = self._source.bounds()
         self.min_position = bounds.min_position if bounds is not None else 0
+        if self.min_position > 0:  # queues start at the log's start (RocketMQ correctMinOffset)
+            self.follow_log_start(self.min_position)
         position = max(self.queues.max_physical_end, self.min_position)
         for physical_end in self._queues_behind():  # dispatch fills them again
             position = min(position, max(physical_end, self.min_position))

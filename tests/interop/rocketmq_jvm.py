@@ -18,10 +18,12 @@ Typical use::
     from tests.interop.rocketmq_jvm import RocketMqJvm
     jvm = RocketMqJvm.build("4.9.4")
     written = jvm.write(directory, 300, Layout())   # list of dicts, one per message
+    long = jvm.write(directory, 48, Layout(), topic_lengths=(128, 200, 255))  # 5.x: V2 records
     records = jvm.read(directory)                   # list of dicts, one per commit-log record
     result = jvm.read_full(directory)               # records plus the summary line
     opened = jvm.open_store(directory, queries, Layout())  # load, start, getMessage, queryMessage
     rebuilt = jvm.rebuild(directory, out, Layout())  # the queues and index RocketMQ builds
+    rebuilt = jvm.rebuild_index_files(directory, out, Layout())  # the same, one index file a name
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ JAVA_PROJECT = Path(__file__).resolve().parent / "java"
 POM = JAVA_PROJECT / "pom.xml"
 SHARED_SOURCES = JAVA_PROJECT / "src" / "main" / "java"
 MAIN_CLASS = "org.mqstore.interop.RocketMqInterop"
+INDEX_REBUILD_CLASS = "org.mqstore.interop.IndexRebuild"
 CACHE_ROOT = Path(os.environ.get("MQSTORE_INTEROP_CACHE", REPO_ROOT / ".cache" / "interop"))
 
 ROCKETMQ_494 = "4.9.4"
@@ -251,25 +254,30 @@ class RocketMqJvm:
 
     # ------------------------------------------------------------------ commands
 
-    def _invoke(self, *args: str) -> tuple[list[dict[str, Any]], str]:
-        what = f"RocketMqInterop {args[0]} (RocketMQ {self.version})"
+    def _invoke(self, *args: str, main_class: str = MAIN_CLASS) -> tuple[list[dict[str, Any]], str]:
+        what = f"{main_class.rsplit('.', 1)[-1]} {args[0]} (RocketMQ {self.version})"
         proc = _run(
-            [self.java, *JVM_OPTIONS, "-cp", self.classpath, MAIN_CLASS, *args],
+            [self.java, *JVM_OPTIONS, "-cp", self.classpath, main_class, *args],
             timeout=RUN_TIMEOUT_S,
             what=what,
         )
         return _json_lines(proc.stdout, what), proc.stderr
 
     def write(self, directory: StrPath, count: int, layout: Layout, *,
-              crash: bool = False) -> list[dict[str, Any]]:
+              crash: bool = False,
+              topic_lengths: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
         """Put ``count`` varied messages with RocketMQ's DefaultMessageStore into ``directory``.
 
         Returns one dict per message in put order (= physical order), with the fields the
         AppendMessageResult and the stored MessageExtBrokerInner report; ``body`` is bytes.
         Then the store shuts down, or with ``crash`` the JVM halts once dispatch caught up
         (no shutdown: the abort file stays and the checkpoint is whatever was last flushed).
+        ``topic_lengths``: message i goes to a topic of ``topic_lengths[i % len]`` bytes instead
+        of the corpus's 1..127; lengths of 128..255 need RocketMQ 5 (V2 records).
         """
         args = ["write", str(directory), str(count), *layout.jvm_args()]
+        if topic_lengths is not None:
+            args.append("--topic-lengths=" + ",".join(map(str, topic_lengths)))
         messages, _ = self._invoke(*args, *(["--crash"] if crash else []))
         if len(messages) != count:
             raise RocketMqJvmError(f"write reported {len(messages)} messages, expected {count}")
@@ -319,6 +327,18 @@ class RocketMqJvm:
         objects, _ = self._invoke("rebuild", str(directory), str(out), *layout.jvm_args())
         if len(objects) != 1 or "rebuild" not in objects[0]:
             raise RocketMqJvmError(f"rebuild printed {objects!r}")
+        result: dict[str, Any] = objects[0]["rebuild"]
+        return result
+
+    def rebuild_index_files(self, directory: StrPath, out: StrPath,
+                            layout: Layout) -> dict[str, Any]:
+        """`rebuild` with index files of `layout`'s size however fast they fill: each gets
+        a name of its own (IndexRebuild.java), so RocketMQ's index files can be compared one
+        for one with mqstore's."""
+        objects, _ = self._invoke(str(directory), str(out), *layout.jvm_args(),
+                                  main_class=INDEX_REBUILD_CLASS)
+        if len(objects) != 1 or "rebuild" not in objects[0]:
+            raise RocketMqJvmError(f"IndexRebuild printed {objects!r}")
         result: dict[str, Any] = objects[0]["rebuild"]
         return result
 

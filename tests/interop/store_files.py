@@ -5,6 +5,7 @@ files, the checkpoint, and where RocketMQ's recovery started (which it only logs
 
 from __future__ import annotations
 
+import hashlib
 import re
 import struct
 from collections import Counter
@@ -109,6 +110,18 @@ def index_files(directory: Path, *, hash_slots: int) -> list[IndexFile]:
         files.append(IndexFile(path.name, *header,
                                slots=data[INDEX_HEADER.size:entries_at], entries=entries))
     return files
+
+
+def file_digests(directory: Path) -> dict[str, str]:
+    """sha256 of every file under commitlog/, consumequeue/ and index/: relative path -> hex."""
+    return {path: hashlib.sha256((directory / path).read_bytes()).hexdigest()
+            for path in listing(directory)}
+
+
+def index_file_bytes(directory: Path) -> list[bytes]:
+    """The bytes of each index file in name (= creation) order, without the names (each
+    store names a file by the millisecond it created it)."""
+    return [path.read_bytes() for path in sorted((directory / "index").iterdir())]
 
 
 def entries_by_offset(files: list[IndexFile]) -> dict[int, list[int]]:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mqstore import storage as mq
+from mqstore.storage.index.tag_evidence import index_tags_for_store
 from tests.interop.corpus import (
     Query,
     View,
@@ -42,6 +44,8 @@ from tests.interop.store_files import (
     IndexFile,
     all_zero,
     consume_queue_files,
+    file_digests,
+    index_file_bytes,
     index_files,
     listing,
 )
@@ -268,6 +272,14 @@ class RocketmqStore:
     consume_queues_after: dict[str, bytes]
     index_after: list[IndexFile]
     reopened: Opened
+    digests: dict[str, str]
+    """sha256 of every file of commitlog/, consumequeue/ and index/ as RocketMQ left them."""
+    digests_after: dict[str, str]
+    """The same after mqstore's two opens and closes."""
+    rebuilt_by_rocketmq: list[bytes]
+    """RocketMQ's index files rebuilt from this commit log alone (`rebuild_index_files`)."""
+    rebuilt_by_mqstore: list[bytes]
+    """mqstore's, from a copy of the same commit log, indexing as the store's index says."""
 
 
 def read_with_mqstore(directory: Path, expected: list[View]) -> MqstoreReads:
@@ -286,14 +298,33 @@ def read_with_mqstore(directory: Path, expected: list[View]) -> MqstoreReads:
             offsets={key: (store.min_offset(*key), store.max_offset(*key)) for key in queues})
 
 
+def rebuild_index_both_ways(rocketmq: RocketMqJvm, directory: Path) -> tuple[list[bytes],
+                                                                            list[bytes]]:
+    """The index files RocketMQ and mqstore build from `directory`'s commit log alone, each in
+    a scratch copy, with LAYOUT's small files (several of them).  mqstore is told what the
+    store's own index holds (`index_tags_for_store`), as the reindex job is for its output."""
+    theirs = directory.with_name(directory.name + "-rebuilt-by-rocketmq")
+    rebuilt = rocketmq.rebuild_index_files(directory, theirs, LAYOUT)
+    assert rebuilt.get("load") is True, rebuilt
+    ours = directory.with_name(directory.name + "-rebuilt-by-mqstore")
+    shutil.copytree(directory / "commitlog", ours / "commitlog")
+    tags = index_tags_for_store(directory, store_config(LAYOUT))
+    with mq.MessageStore.open(ours, store_config(LAYOUT, index_tags_enabled=tags)):
+        pass
+    return index_file_bytes(theirs), index_file_bytes(ours)
+
+
 def rocketmq_store(kind: str, rocketmq: RocketMqJvm, directory: Path) -> RocketmqStore:
     written = rocketmq.write(directory, ROCKETMQ_MESSAGES, LAYOUT, crash=kind == "crashed")
     expected = [jvm_view(w) for w in written]
     before = {"consume_queues": consume_queue_files(directory),
-              "index": index_files(directory, hash_slots=LAYOUT.index_hash_slots)}
+              "index": index_files(directory, hash_slots=LAYOUT.index_hash_slots),
+              "digests": file_digests(directory)}
+    rebuilt_by_rocketmq, rebuilt_by_mqstore = rebuild_index_both_ways(rocketmq, directory)
     reads = read_with_mqstore(directory, expected)
     with mq.MessageStore.open(directory, store_config(LAYOUT)) as store:
         second_recovery = store.recovery_report
+    digests_after = file_digests(directory)
     consume_queues_after = consume_queue_files(directory)
     index_after = index_files(directory, hash_slots=LAYOUT.index_hash_slots)
     queries = [("queue", topic, str(queue_id)) for topic, queue_id in by_queue(expected)]
@@ -302,4 +333,6 @@ def rocketmq_store(kind: str, rocketmq: RocketMqJvm, directory: Path) -> Rocketm
     return RocketmqStore(kind=kind, directory=directory, expected=expected, reads=reads,
                          second_recovery=second_recovery,
                          consume_queues_after=consume_queues_after, index_after=index_after,
-                         reopened=reopened, **before)
+                         reopened=reopened, digests_after=digests_after,
+                         rebuilt_by_rocketmq=rebuilt_by_rocketmq,
+                         rebuilt_by_mqstore=rebuilt_by_mqstore, **before)

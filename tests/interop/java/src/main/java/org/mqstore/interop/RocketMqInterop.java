@@ -67,6 +67,8 @@ import org.apache.rocketmq.store.config.StorePathConfigHelper;
  *                                       are what RocketMQ builds from that commit log ({"rebuild": ...}); then halt
  *
  *   LAYOUT: --segment=BYTES --cq-file=BYTES --index-slots=N --index-count=N --query-max=N
+ *   write also takes --topic-lengths=N,N,...: message i goes to a topic of the (i % count)-th length (default
+ *   1,2,7,16,33,64,100,127); lengths over 127 need RocketMQ 5's V2 record (Compat.topicLengthMax)
  *   QUERIES: one tab-separated query a line: "queue TOPIC QUEUE_ID", "key TOPIC KEY" or "tag TOPIC TAGS"
  * </pre>
  *
@@ -76,6 +78,7 @@ import org.apache.rocketmq.store.config.StorePathConfigHelper;
 public final class RocketMqInterop {
 
     static final int MESSAGE_MAGIC = 0xDAA320A7;   // CommitLog.MESSAGE_MAGIC_CODE
+    static final int MESSAGE_MAGIC_V2 = 0xDAA320AB; // MessageDecoder.MESSAGE_MAGIC_CODE_V2 (5.x, 2-byte topic length)
     static final int BLANK_MAGIC = 0xCBD43194;     // CommitLog.BLANK_MAGIC_CODE
 
     static final String STORE_HOST = "10.20.30.40";
@@ -94,6 +97,7 @@ public final class RocketMqInterop {
         int indexSlots = 1024;
         int indexCount = 4096;
         int queryMax = 64;
+        int[] topicLengths = DEFAULT_TOPIC_LENGTHS;
         boolean crash;
         final List<String> positional = new ArrayList<>();
 
@@ -113,6 +117,7 @@ public final class RocketMqInterop {
                     case "index-count": layout.indexCount = Integer.parseInt(kv[1]); break;
                     case "query-max": layout.queryMax = Integer.parseInt(kv[1]); break;
                     case "crash": layout.crash = true; break;
+                    case "topic-lengths": layout.topicLengths = topicLengths(kv[1]); break;
                     default: throw new IllegalArgumentException("unknown option " + arg);
                 }
             }
@@ -130,6 +135,7 @@ public final class RocketMqInterop {
             Layout layout = Layout.parse(args, 1);
             List<String> pos = layout.positional;
             if (command.equals("write") && pos.size() == 2) {
+                checkTopicLengths(layout.topicLengths);
                 status = write(new File(pos.get(0)), Integer.parseInt(pos.get(1)), layout);
             } else if (command.equals("read") && pos.size() == 1) {
                 status = read(new File(pos.get(0)), layout);
@@ -173,7 +179,7 @@ public final class RocketMqInterop {
         boolean halted = false;
         try {
             for (int i = 0; i < count; i++) {
-                MessageExt msg = buildMessage(i, random, bornBase);
+                MessageExt msg = buildMessage(i, random, bornBase, layout.topicLengths);
                 PutMessageResult result = Compat.put(store, msg);
                 if (result.getPutMessageStatus() != PutMessageStatus.PUT_OK) {
                     throw new IllegalStateException("putMessage #" + i + " failed: " + result);
@@ -245,6 +251,7 @@ public final class RocketMqInterop {
         config.setMaxIndexNum(layout.indexCount);
         // queryMessage returns at most maxMsgsNumBatch (64) messages a query; the tests query keys shared by more.
         config.setMaxMsgsNumBatch(Math.max(64, layout.queryMax));
+        Compat.longTopics(config);
         // The HA service listens on 10912 by default; pick a free port so concurrent runs cannot clash.
         try (ServerSocket socket = new ServerSocket(0)) {
             config.setHaListenPort(socket.getLocalPort());
@@ -258,9 +265,9 @@ public final class RocketMqInterop {
      * messageProperties2String into propertiesString; tagsCode from the tags; sysFlag from the request
      * (0 here: no compression, no transaction, SINGLE_TAG topic). The IPv6 bits are added by CommitLog.
      */
-    static MessageExt buildMessage(int i, Random random, long bornBase) throws IOException {
+    static MessageExt buildMessage(int i, Random random, long bornBase, int[] topicLengths) throws IOException {
         MessageExt msg = Compat.newBrokerMessage();
-        msg.setTopic(topicFor(i));
+        msg.setTopic(topicFor(i, topicLengths));
         msg.setQueueId((i / 8) % 4);  // every topic (i % 8) gets all four queues
         msg.setBody(bodyFor(i, random));
         msg.setFlag(i % 3 == 0 ? 0 : i * 131);
@@ -304,8 +311,27 @@ public final class RocketMqInterop {
         return msg;
     }
 
-    static String topicFor(int i) {
-        int[] lengths = {1, 2, 7, 16, 33, 64, 100, 127};
+    static final int[] DEFAULT_TOPIC_LENGTHS = {1, 2, 7, 16, 33, 64, 100, 127};
+
+    /** "128,200,255" as lengths; each must be a legal topic length (1..255, RocketMQ 5's longest topic). */
+    static int[] topicLengths(String text) {
+        int[] lengths = Arrays.stream(text.split(",")).mapToInt(Integer::parseInt).toArray();
+        if (lengths.length == 0 || Arrays.stream(lengths).anyMatch(n -> n < 1 || n > 255)) {
+            throw new IllegalArgumentException("--topic-lengths wants lengths in 1..255: " + text);
+        }
+        return lengths;
+    }
+
+    /** Topics over Compat.topicLengthMax() bytes would be refused by putMessage (MESSAGE_ILLEGAL): say so first. */
+    static void checkTopicLengths(int[] lengths) {
+        int longest = Arrays.stream(lengths).max().orElse(0);
+        if (longest > Compat.topicLengthMax()) {
+            throw new IllegalArgumentException("this RocketMQ stores topics of at most " + Compat.topicLengthMax()
+                + " bytes, not " + longest);
+        }
+    }
+
+    static String topicFor(int i, int[] lengths) {
         int length = lengths[i % lengths.length];
         String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-%|";
         StringBuilder sb = new StringBuilder("T");
@@ -367,7 +393,7 @@ public final class RocketMqInterop {
                     blanks++;
                     break;
                 }
-                if (magic != MESSAGE_MAGIC || totalSize < 0 || totalSize > buffer.remaining()) {
+                if ((magic != MESSAGE_MAGIC && magic != MESSAGE_MAGIC_V2) || totalSize < 0 || totalSize > buffer.remaining()) {
                     throw new IllegalStateException(String.format(
                         "bad record header in %s at %d: totalSize=%d magic=0x%08X", file, position, totalSize, magic));
                 }

@@ -37,6 +37,15 @@ final class Compat {
             .build());
     }
 
+    /** RocketMQ 4.9.x has one record version (a 1-byte topic length): nothing to set. */
+    static void longTopics(MessageStoreConfig config) {
+    }
+
+    /** 4.9.x's putMessage refuses a topic over Byte.MAX_VALUE bytes (PutMessageStatus.MESSAGE_ILLEGAL). */
+    static int topicLengthMax() {
+        return Byte.MAX_VALUE;
+    }
+
     static DefaultMessageStore newStore(MessageStoreConfig config, String cluster) throws IOException {
         return new DefaultMessageStore(config, new BrokerStatsManager(cluster, true), null, new BrokerConfig());
     }
