@@ -220,7 +220,7 @@ def _verify(spark: object, store: str, arguments: argparse.Namespace) -> int:
 def _reindex(spark: object, store: str, arguments: argparse.Namespace) -> int:
     from mqstore.pipeline.job_reindex import ReindexSettings, reindex  # noqa: PLC0415
     from mqstore.pipeline.store_config import store_config_from_options  # noqa: PLC0415
-    from mqstore.storage.index.tag_evidence import index_tags_for_store  # noqa: PLC0415
+    from mqstore.storage.dispatch.tag_evidence import index_tags_for_store  # noqa: PLC0415
 
     options = {f"store.{key}": value for key, value in
                _pairs(arguments.store_option, "--store-option").items()}

@@ -237,7 +237,7 @@ class StoreConfig:
 
     index_tags_enabled: bool | None = None
     """Index TAGS too (`topic#T#<tags>`, one 20-byte entry), as RocketMQ 5 does; 4.9 does
-    not.  None: as the store's index holds (index/tag_evidence.py), on for a new store."""
+    not.  None: as the store's index holds (dispatch/tag_evidence.py), on for a new store."""
 
     read_verify_crc: bool = True
     """Reads (`get`, `message_at`, `iter_messages`) check each record's body CRC and answer

@@ -52,7 +52,6 @@ from ..files.watermarks import DispatchedFile
 from ..format import volume
 from ..format.record_scan import Damage
 from ..index.index_service import IndexService
-from ..index.tag_evidence import index_tags_for_store
 from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
@@ -60,6 +59,7 @@ from ..store_sizes import embedded_config
 from .dispatcher import Dispatcher, DispatchService, Listener, StalledQueue
 from .log_source import LogSource
 from .published_log import PublishedLog
+from .tag_evidence import index_tags_for_store
 from .torn_tail import cut_torn_queue_tails
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class Indexer:
             self._cut_queues = self.queues.load()
             # Asked before `load` drops index files an abnormal exit left: they are evidence.
             self.index_tags = config.index_enabled and index_tags_for_store(
-                directory, config, reader=self.reader)  # index/tag_evidence.py
+                directory, config, reader=self.reader)  # tag_evidence.py
             self.index = self._load_index(abnormal=abnormal)
             self._dispatched = (DispatchedFile(directory / volume.DISPATCHED_FILE,
                                                writable=True) if publish_dispatched else None)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mqstore import storage as mq
-from mqstore.storage.index.tag_evidence import index_tags_for_store
+from mqstore.storage.dispatch.tag_evidence import index_tags_for_store
 from tests.interop.corpus import (
     Query,
     View,

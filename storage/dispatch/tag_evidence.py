@@ -30,8 +30,8 @@ from ..files.index_file import index_key_hash as hash_of_key
 from ..format import record
 from ..format.properties import PROPERTY_TAGS, decode_properties
 from ..format.volume import COMMITLOG_DIRECTORY, INDEX_DIRECTORY, parse_index_file_name
+from ..index.index_service import INDEX_TAG_TYPE, index_key
 from ..log.reader import CommitLogReader
-from .index_service import INDEX_TAG_TYPE, index_key
 
 log = logging.getLogger(__name__)
 

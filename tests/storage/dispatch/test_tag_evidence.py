@@ -1,5 +1,5 @@
 """`index_tags_enabled = None`: a store indexes tags as its index already does
-(storage/index/tag_evidence.py), so a RocketMQ 4.9 store keeps 4.9's index byte for byte and a
+(storage/dispatch/tag_evidence.py), so a RocketMQ 4.9 store keeps 4.9's index byte for byte and a
 5.x store 5.x's; a new store indexes them (5.x).  Plus the vote itself, and the setting as
 text and YAML."""
 
@@ -13,9 +13,9 @@ import pytest
 from mqstore.services.common.config_values import from_yaml
 from mqstore.storage import Message, MessageStore, StoreConfig
 from mqstore.storage.config_text import coerce_text
+from mqstore.storage.dispatch.tag_evidence import VOTES_MAX, index_tags_for_store, tag_entries_held
 from mqstore.storage.errors import ConfigError
 from mqstore.storage.files.index_file import index_key_hash
-from mqstore.storage.index.tag_evidence import VOTES_MAX, index_tags_for_store, tag_entries_held
 from tests.conftest import small_config
 
 HINT = bool | None
