@@ -12,7 +12,7 @@
       ├─ after a sync ────────▶ checkpointer                checkpoint: log time, flushed
       │                                                      position; the queue offsets
       └─ (group commit) ──────▶ parked puts answered        acknowledge.py
-    follower's confirmation ──▶ parked sync-master puts     replica_sync.py
+    follower's confirmation ──▶ parked sync-master puts     follower_sync.py
     indexer (dispatch/indexer.py)
       ├─ after a pass ────────▶ listener(notices)           "queue advanced" (the caller's)
       └─ thorough queue sync ─▶ checkpoint: queue, index times; `dispatched`
@@ -48,7 +48,7 @@ from .log.pool import TransientStorePool
 from .log.publisher import PositionsPublisher, positions_snapshot
 from .log.retention import OnDiskFull, RetentionService
 from .log.segment_list import SegmentList
-from .replication.replica_sync import GroupTransferService
+from .replication.follower_sync import GroupTransferService
 from .replication.replication import Replication, start_replication
 from .roles import BrokerRole
 from .service_thread import FatalHandler, ServiceThread

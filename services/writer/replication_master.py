@@ -9,7 +9,7 @@ It runs on the writer's event loop, beside the HTTP app, on its own port.  Per f
     connect        wait for the first report: where the follower's log ends (0: empty)
     stream         frames of whole records from there, `batch_bytes_max` at most each,
                    until nothing is readable; then wait for the store's "readable" wakeup
-    reports        each confirms a position (ReplicaProgress): sync-master puts waiting for
+    reports        each confirms a position (FollowerPositions): sync-master puts waiting for
                    it complete on this loop, at once
     back-pressure  the transport's high-water mark pauses streaming; resume continues it
     heartbeat      an empty frame after `heartbeat_interval_ms` without one
@@ -36,7 +36,7 @@ import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
 from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
-from mqstore.storage.replication.replica_sync import ReplicaProgress
+from mqstore.storage.replication.follower_sync import FollowerPositions
 
 from .replication_handshake import (
     FOLLOWER_PROOF,
@@ -59,7 +59,7 @@ class ReplicationServer:
     then listens (a wakeup before that finds no loop and does nothing)."""
 
     store: MessageStore
-    progress: ReplicaProgress
+    progress: FollowerPositions
 
     def __init__(self, settings: ReplicationSettings, *,
                  ssl_context: ssl.SSLContext | None = None) -> None:

@@ -5,9 +5,9 @@ end position.  Past `sync_flush_timeout_ms` (or when the store stopped after a f
 every result of the put becomes FLUSH_DISK_TIMEOUT with the reason: it was written, but its
 sync was not seen.
 
-`PutAcknowledger` joins that with the sync master's `ReplicaAcknowledger` (replica_sync.py):
+`PutAcknowledger` joins that with the sync master's `FollowerAcknowledger` (follower_sync.py):
 both run at once, and the answer comes when both are done.  As in RocketMQ (the flush and
-replica futures combined), a flush failure wins: FLUSH_DISK_TIMEOUT, else FLUSH_SLAVE_TIMEOUT
+follower futures combined), a flush failure wins: FLUSH_DISK_TIMEOUT, else FLUSH_SLAVE_TIMEOUT
 or SLAVE_NOT_AVAILABLE, else PUT_OK.  Every outcome but PUT_OK still leaves the message
 stored and readable on this store.
 """
@@ -25,11 +25,11 @@ from .flush import GroupCommitService
 
 T = TypeVar("T")
 Outcome = tuple[PutStatus, str] | None
-"""Of a replica wait: None when replicated; else the status and reason the results get."""
+"""Of a follower wait: None when replicated; else the status and reason the results get."""
 
 
-class ReplicaAcknowledger(Protocol):
-    """The replication half (a sync master's `replica_sync.ReplicaAcknowledger`)."""
+class FollowerAcknowledger(Protocol):
+    """The replication half (a sync master's `follower_sync.FollowerAcknowledger`)."""
 
     def submit(self, results: list[PutResult], on_done: Callable[[Outcome], None]) -> None: ...
 
@@ -73,27 +73,27 @@ class PutAcknowledger:
     """What a PUT_OK append waits for before it is answered (nothing, when neither is set)."""
 
     def __init__(self, *, flush: SyncAcknowledger | None,
-                 replica: ReplicaAcknowledger | None) -> None:
+                 follower: FollowerAcknowledger | None) -> None:
         self._flush = flush
-        self._replica = replica
-        self.waits = flush is not None or replica is not None
+        self._follower = follower
+        self.waits = flush is not None or follower is not None
         """False: every put is answered as it returns from the append."""
 
     def wait(self, results: list[PutResult]) -> None:
         """Block until the results are acknowledged; their statuses then say how."""
         if not results or results[-1].status is not PutStatus.PUT_OK:
             return
-        if self._replica is None:
+        if self._follower is None:
             if self._flush is not None:
                 self._flush.wait(results)
             return
         if self._flush is None:
-            _apply(results, self._replica.wait(results))
+            _apply(results, self._follower.wait(results))
             return
         # Both: replication registers first (committing on demand and waking the sender),
         # so the follower copies while this thread waits for the sync.
         join = _Join(results, parts=2, resolve=None)
-        self._replica.submit(results, join.arrive)
+        self._follower.submit(results, join.arrive)
         self._flush.wait(results)
         join.arrive(None)
         join.wait()
@@ -112,19 +112,19 @@ class PutAcknowledger:
         if not self.waits or not results or results[-1].status is not PutStatus.PUT_OK:
             on_done()
             return
-        if self._replica is None:
+        if self._follower is None:
             assert self._flush is not None
             self._flush.submit(results, on_done)  # no join for one part
             return
-        parts = (self._flush is not None) + (self._replica is not None)
+        parts = (self._flush is not None) + (self._follower is not None)
         join = _Join(results, parts=parts, resolve=on_done)
-        self._replica.submit(results, join.arrive)
+        self._follower.submit(results, join.arrive)
         if self._flush is not None:
             self._flush.submit(results, lambda: join.arrive(None))
 
 
 class _Join:
-    """Waits for `parts` arrivals; the replica's outcome is applied after the flush's, so
+    """Waits for `parts` arrivals; the follower's outcome is applied after the flush's, so
     FLUSH_DISK_TIMEOUT (set by the flush half) is never overwritten."""
 
     __slots__ = ("_done", "_left", "_lock", "_outcome", "_resolve", "_results")

@@ -6,7 +6,7 @@
                                       readable: after each append (pool off) or each commit
                                       (pool on), and after each append of a sync master with
                                       the pool (read_log commits); see wiring.py
-              progress                followers' confirmed positions (replica_sync.py)
+              progress                followers' confirmed positions (follower_sync.py)
     follower: append_raw(position, bytes)   the master's bytes at exactly the log's end
 
 No sockets here: the engine stays free of networking (services/writer/replication_*.py).
@@ -25,7 +25,7 @@ from ..log.flush import CommitService, GroupCommitService
 from ..log.segment_list import SegmentList
 from ..roles import BrokerRole
 from ..service_thread import FatalHandler
-from .replica_sync import GroupTransferService, ReplicaAcknowledger, ReplicaProgress
+from .follower_sync import FollowerAcknowledger, FollowerPositions, GroupTransferService
 
 
 class LogRangeError(ReplicationGapError):
@@ -35,8 +35,8 @@ class LogRangeError(ReplicationGapError):
 
 class Replication:
     def __init__(self, *, role: BrokerRole, segment_list: SegmentList, commitlog: CommitLog,
-                 commit_service: CommitService | None, progress: ReplicaProgress | None,
-                 acknowledger: ReplicaAcknowledger | None) -> None:
+                 commit_service: CommitService | None, progress: FollowerPositions | None,
+                 acknowledger: FollowerAcknowledger | None) -> None:
         self.role = role
         self._segment_list = segment_list
         self._commitlog = commitlog
@@ -130,13 +130,13 @@ def start_replication(config: StoreConfig, *, segment_list: SegmentList, commitl
     if role.is_master:
         if role is BrokerRole.SYNC_MASTER:
             transfer = GroupTransferService(on_fatal=on_fatal)
-        progress = ReplicaProgress(
+        progress = FollowerPositions(
             on_replicated=transfer.replicated if transfer else lambda _position: None)
         if transfer is not None:
-            acknowledger = ReplicaAcknowledger(transfer, progress, config)
+            acknowledger = FollowerAcknowledger(transfer, progress, config)
     flush = (SyncAcknowledger(group_commit, config, failure=failure)
              if group_commit is not None else None)
     replication = Replication(role=role, segment_list=segment_list, commitlog=commitlog,
                               commit_service=commit_service, progress=progress,
                               acknowledger=acknowledger)
-    return replication, PutAcknowledger(flush=flush, replica=acknowledger), transfer
+    return replication, PutAcknowledger(flush=flush, follower=acknowledger), transfer

@@ -1,6 +1,6 @@
 """The engine's side of replication, without sockets: `read_log` on a master, `append_raw` on a
 follower, and the sync master's acknowledgements (storage/replication/replication.py and
-storage/replication/replica_sync.py)."""
+storage/replication/follower_sync.py)."""
 
 from __future__ import annotations
 

@@ -3,13 +3,13 @@
 RocketMQ keeps `push2SlaveMaxOffset` (the highest position any slave confirmed) and a
 `GroupTransferService` whose requests complete once it covers their end or time out.  Here:
 
-* `ReplicaProgress`: each connected follower's confirmed position (the replication server
+* `FollowerPositions`: each connected follower's confirmed position (the replication server
   reports connects, confirmations and disconnects); `replicated_position` is the highest
   position any follower ever confirmed, and only grows.
 * `GroupTransferService`: requests `(end position, deadline, completion)`.  A confirmation
   completes every request it covers at once, on the confirming thread (no hand-off); the
   service's own thread only expires requests at their deadline, sleeping until the next one.
-* `ReplicaAcknowledger`: what a sync-master put does after its append: SLAVE_NOT_AVAILABLE
+* `FollowerAcknowledger`: what a sync-master put does after its append: SLAVE_NOT_AVAILABLE
   at once when no connected follower is within `replication_lag_bytes_max` of its end;
   otherwise wait.  With the pool on, the sender commits on demand before it reads
   (replication.py), so a waiting put is readable at once, not after the commit service's
@@ -52,7 +52,7 @@ class FollowerProgress:
     confirmed_at_ms: int
 
 
-class ReplicaProgress:
+class FollowerPositions:
     """Thread-safe; `on_replicated(position)` runs on the confirming thread when the highest
     confirmed position grows."""
 
@@ -198,11 +198,11 @@ class GroupTransferService(ServiceThread):
         self.fail_all()
 
 
-class ReplicaAcknowledger:
+class FollowerAcknowledger:
     """The replication half of a sync-master put's acknowledgement (acknowledge.py joins it
     with the flush half)."""
 
-    def __init__(self, transfer: GroupTransferService, progress: ReplicaProgress,
+    def __init__(self, transfer: GroupTransferService, progress: FollowerPositions,
                  config: StoreConfig) -> None:
         self._transfer = transfer
         self._progress = progress
