@@ -60,7 +60,9 @@ class RemotingSettings:
     future and a request."""
 
     held_pulls_per_client_max: int = 100
-    """Pulls one client host held at once; one more that would wait answers SYSTEM_BUSY.
+    """Pulls one client connection held at once (a RocketMQ client instance uses one per
+    broker; clients behind one address, NAT or a proxy, each get their own); one more that
+    would wait answers SYSTEM_BUSY.
     A tenth of `held_pulls_max`: one client cannot hold every slot, and a consumer holds one
     pull per queue it is assigned (100 queues)."""
 
@@ -92,7 +94,27 @@ class RemotingSettings:
     `CHANNEL_EXPIRED_TIMEOUT`, 4 missed 30 s heartbeats)."""
 
     clients_max: int = 10_000
-    """Clients in the consumer and producer tables; a heartbeat from one more is refused."""
+    """Clients in the consumer and producer tables; a heartbeat from one more is refused
+    (SYSTEM_BUSY), never one from a client already registered."""
+
+    clients_per_connection_max: int = 16
+    """Client ids one connection may register.  A RocketMQ client instance (`ip@instance`)
+    heartbeats on its own connection, so one is the norm; 16 leaves room for a gateway.
+    With it, a flood on one connection stops at 16 and cannot fill `clients_max`, where a
+    legitimate consumer would be refused with it."""
+
+    heartbeat_groups_max: int = 1_000
+    """Consumer plus producer groups one heartbeat may name; more is refused (SYSTEM_ERROR)
+    and nothing is recorded.  A client instance sends one entry per consumer and producer it
+    runs: a handful.  Each group a heartbeat joins or leaves costs a notify round, so this
+    bounds one heartbeat's work (1,000 groups: about 10 ms; 20,000 once took 10 s)."""
+
+    notify_debounce_ms: int = 1_000
+    """NOTIFY_CONSUMER_IDS_CHANGED goes to a group at most once per this: the first change is
+    told at once, later ones in the window are coalesced into one round at its end, told the
+    members as they are then.  A told client only wakes its rebalance thread, so two
+    notices within a second do no more than one; a group flipping 100 times (a crash-looping
+    pod) costs two rounds per second, not one per member per flip."""
 
     lock_expiry_ms: int = 60_000
     """An orderly consumer's queue lock lasts this long unless renewed (every 20 s)."""
@@ -107,6 +129,25 @@ class RemotingSettings:
     """A connection silent this long is closed (RocketMQ's `serverChannelMaxIdleTimeSeconds`;
     clients heartbeat every 30 s)."""
 
+    frame_read_timeout_ms: int = 10_000
+    """From a frame's first byte (a connection's first frame: from accept), the whole frame
+    must arrive within this, or the connection is closed: a sender of a byte a second holds
+    a connection 10 s, not forever.  A client writes a frame at once and gives up on a send
+    after 3 s itself (RocketMQ's `sendMsgTimeout`); 10 s is a 16 MiB frame at 13 Mbit/s.
+    At `connections_max`, the connection whose open frame is oldest is closed to admit a
+    new one: slow senders cannot lock legitimate clients out."""
+
+    write_buffer_bytes_max: int = 4 * MIB
+    """Answer bytes a connection may have waiting for its client to read.  Above it the
+    front stops reading that connection's requests and holds each new answer until the
+    buffer drains to half, so a client that never reads costs at most this plus one answer
+    (16 pulls of 256 KiB, RocketMQ's default pull transfer size), not one per request."""
+
+    write_drain_timeout_ms: int = 30_000
+    """A connection whose answers stay above `write_buffer_bytes_max` this long is closed,
+    and its buffer dropped.  RocketMQ clients read as answers arrive; one that has read
+    nothing for 30 s has passed every timeout of its own (pulls: 30 s)."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be in 0..65535")
@@ -114,8 +155,11 @@ class RemotingSettings:
                      "held_pulls_per_client_max",
                      "requests_in_flight_per_connection_max", "pull_suspend_ms_max",
                      "writer_requests_in_flight_max", "writer_timeout_ms", "topics_max",
-                     "consumer_expiry_ms", "clients_max", "lock_expiry_ms",
-                     "offsets_flush_interval_ms", "idle_timeout_ms"):
+                     "consumer_expiry_ms", "clients_max", "clients_per_connection_max",
+                     "heartbeat_groups_max", "notify_debounce_ms", "lock_expiry_ms",
+                     "offsets_flush_interval_ms", "idle_timeout_ms",
+                     "frame_read_timeout_ms", "write_buffer_bytes_max",
+                     "write_drain_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if self.frame_size_bytes_max < 64 * 1024:

@@ -114,8 +114,9 @@ class WriterSettings(ServiceSettings):
 
     forward_host: str = "127.0.0.1"
     """The forward listener's address.  Loopback: the front runs in the notifier container
-    of the same pod (or under `mqstore up` on the same machine), and the listener takes
-    writes without any check, so it is not offered to the network unless asked."""
+    of the same pod (or under `mqstore up` on the same machine).  A peer must prove the
+    secret the writer publishes in the data directory (services/common/forward_secret.py)
+    before a send is taken; loopback keeps even the handshake off the network."""
 
     forward_port: int = 8085
     """The forward listener's port (0: any free port, named in its log line)."""
@@ -123,11 +124,33 @@ class WriterSettings(ServiceSettings):
     forward_frame_size_bytes_max: int = 16 * MIB
     """Largest forwarded send read: the front's own frame bound (a batch of 4 MiB bodies)."""
 
+    forward_frame_read_timeout_ms: int = 10_000
+    """A forward connection's frame (its handshake proof first, counted from accept) must
+    arrive whole within this, or the connection is closed: the front writes a frame at once
+    and waits `remoting.writer_timeout_ms` (3 s) for its answer, so 10 s only ever closes a
+    peer that is not the front."""
+
+    forward_write_buffer_bytes_max: int = 1 * MIB
+    """Answer bytes waiting for the front to read; above it the listener stops reading
+    requests and holds new answers.  An answer is 17 B + 24 B a message: 1 MiB is ~25,000
+    answers, far more than the front's 4,096 sends in flight."""
+
+    forward_write_drain_timeout_ms: int = 10_000
+    """A forward connection whose answers stay above `forward_write_buffer_bytes_max` this
+    long is closed (the front would have given up on those sends after 3 s)."""
+
+    forward_connections_max: int = 16
+    """Forward connections at once.  The front keeps one and opens another after a failure;
+    one more is admitted by closing the connection whose handshake or frame has been open
+    longest, so unauthenticated connections cannot lock the front out."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
                      "retry_after_s", "put_requests_in_flight_max",
-                     "put_requests_per_client_max", "forward_frame_size_bytes_max"):
+                     "put_requests_per_client_max", "forward_frame_size_bytes_max",
+                     "forward_frame_read_timeout_ms", "forward_write_buffer_bytes_max",
+                     "forward_write_drain_timeout_ms", "forward_connections_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if not 0 <= self.forward_port <= 65535:

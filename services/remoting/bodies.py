@@ -54,7 +54,7 @@ def loads_object(body: bytes | memoryview, *, what: str) -> dict[str, Any]:
     """A request body that must be a JSON object; a bad one is refused with a remark."""
     try:
         document = json.loads(bytes(body))
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise RemotingError(SUBSCRIPTION_PARSE_FAILED if what == "heartbeat" else 1,
                             f"{what} body is not JSON: {error}") from None
     if not isinstance(document, dict):

@@ -8,6 +8,7 @@ not trusted: a pull recomputes them from the tags (Java `String.hashCode`).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from . import bodies, headers
@@ -26,32 +27,46 @@ from .frame import Command
 
 
 async def heartbeat(front: Front, request: Command, peer: Peer) -> Command:
-    """HEART_BEAT (34)."""
+    """HEART_BEAT (34).  Past `heartbeat_groups_max` groups it is refused whole; the work
+    is the heartbeat's size plus one (debounced) notice per group it joined or left."""
     document = bodies.loads_object(request.body, what="heartbeat")
     client_id = document.get("clientID")
-    if not isinstance(client_id, str) or not client_id:
+    if not isinstance(client_id, str) or not client_id or not headers.is_text(client_id):
         raise RemotingError(SYSTEM_ERROR, "heartbeat: clientID must be a non-empty string")
+    consumers, producers = _list(document, "consumerDataSet"), _list(document, "producerDataSet")
+    groups_max = front.settings.heartbeat_groups_max
+    if len(consumers) + len(producers) > groups_max:
+        raise RemotingError(SYSTEM_ERROR, f"heartbeat: {len(consumers)} consumer and "
+                                          f"{len(producers)} producer groups, over "
+                                          f"{groups_max} (heartbeat_groups_max)")
     entry = ClientEntry(client_id, peer.connection_id, peer.address, request.language,
                         request.version, now_ms())
-    for consumer in _list(document, "consumerDataSet"):
-        group = consumer.get("groupName")
-        if not isinstance(group, str) or not group:
-            raise RemotingError(SYSTEM_ERROR, "heartbeat: a consumer has no groupName")
-        entry.consumer_groups[group] = {key: consumer.get(key) for key in (
-            "consumeType", "messageModel", "consumeFromWhere")}
-        topics = entry.subscriptions.setdefault(group, {})
-        for data in _list(consumer, "subscriptionDataSet"):
-            topic = data.get("topic")
-            if isinstance(topic, str):
-                topics[topic] = Subscription(topic, str(data.get("subString") or "*"),
-                                             str(data.get("expressionType") or "TAG"),
-                                             _int(data.get("subVersion")))
-    for producer in _list(document, "producerDataSet"):
+    for consumer in consumers:
+        _add_consumer(entry, consumer)
+    for producer in producers:
         if isinstance(producer.get("groupName"), str):
             entry.producer_groups.add(producer["groupName"])
-    for group in front.clients.heartbeat(entry):
+    changed = front.clients.heartbeat(
+        entry, per_connection_max=front.settings.clients_per_connection_max)
+    for group in changed:
         notify_group_changed(front, group)
     return request.answer(SUCCESS)
+
+
+def _add_consumer(entry: ClientEntry, consumer: dict[str, Any]) -> None:
+    """One ConsumerData of a heartbeat: its group and its subscriptions."""
+    group = consumer.get("groupName")
+    if not isinstance(group, str) or not group or not headers.is_text(group):
+        raise RemotingError(SYSTEM_ERROR, "heartbeat: a consumer has no groupName")
+    entry.consumer_groups[group] = {key: consumer.get(key) for key in (
+        "consumeType", "messageModel", "consumeFromWhere")}
+    topics = entry.subscriptions.setdefault(group, {})
+    for data in _list(consumer, "subscriptionDataSet"):
+        topic = data.get("topic")
+        if isinstance(topic, str):
+            topics[topic] = Subscription(topic, str(data.get("subString") or "*"),
+                                         str(data.get("expressionType") or "TAG"),
+                                         _int(data.get("subVersion")))
 
 
 async def unregister(front: Front, request: Command, peer: Peer) -> Command:
@@ -111,7 +126,26 @@ async def consumed_by(front: Front, request: Command, peer: Peer) -> Command:
 
 def notify_group_changed(front: Front, group: str) -> int:
     """NOTIFY_CONSUMER_IDS_CHANGED (40, oneway) to every live consumer of `group`: each
-    rebalances now instead of on its 20 s timer.  Returns how many were told."""
+    rebalances now instead of on its 20 s timer.  At most one round per group per
+    `notify_debounce_ms`: the first change is told at once, later ones in the window are
+    coalesced into one round at its end.  Returns how many were told now."""
+    notices = front.clients.notices
+    delay_ms = notices.delay_ms(group, now=now_ms(),
+                                window_ms=front.settings.notify_debounce_ms)
+    if delay_ms is None:
+        return 0  # already waits for the end of its window
+    if delay_ms > 0:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a synchronous caller): nothing could run it later
+            return _tell(front, group)
+        notices.scheduled(group, loop.call_later(delay_ms / 1000, _tell, front, group))
+        return 0
+    return _tell(front, group)
+
+
+def _tell(front: Front, group: str) -> int:
+    front.clients.notices.told(group, now=now_ms())
     told = 0
     for entry in front.clients.consumers(group):
         told += front.push(entry.connection_id, Command(

@@ -12,6 +12,7 @@ import functools
 import itertools
 from collections.abc import Awaitable, Callable
 
+from mqstore.services.common.queue_choice import RoundRobinQueues
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.storage import StoreConfig
@@ -45,6 +46,8 @@ class Front:
     clients: ClientTable
     held: HeldPulls
     link: WriterLink
+    queues: RoundRobinQueues
+    """Queue choice for sends that name none (services/common/queue_choice.py)."""
     access: RemotingAccess | None = None
     """The users' check of every request; None when authentication is off."""
     push: Callable[[int, Command], bool] = lambda connection_id, command: False

@@ -21,7 +21,8 @@ JSON header: `{"code","language","version","opaque","flag","remark","extFields"}
 language is its enum name, unknown keys (`serializeTypeCurrentRPC`) are ignored, and
 ext field values are always written as strings (Go's client refuses numbers).  Both
 encodings are accepted; an answer uses the request's.  A malformed frame raises
-`FrameError`: the connection cannot find the next frame after it and closes.
+`FrameError` (a JSON header nested past Python's recursion limit included): the connection
+cannot trust the next frame after it and closes, logged on one line, no traceback.
 """
 
 from __future__ import annotations
@@ -115,6 +116,13 @@ def encode(command: Command) -> list[bytes]:
 
 def _decode_json(header: bytes) -> Command:
     try:
+        return _command_of_json(header)
+    except RecursionError:  # nesting no RocketMQ header has (theirs are two deep)
+        raise FrameError("JSON header is nested too deep") from None
+
+
+def _command_of_json(header: bytes) -> Command:
+    try:
         document = json.loads(header)
     except (ValueError, UnicodeDecodeError) as error:
         raise FrameError(f"JSON header is not JSON: {error}") from None
@@ -205,10 +213,13 @@ def _decode_ext(data: bytes) -> dict[str, str]:
 
 
 def _encode_binary(command: Command) -> bytes:
-    remark = command.remark.encode("utf-8") if command.remark else b""
+    """Text is encoded with replacement: a remark that quotes a request's text (a lone
+    surrogate from a JSON header) still makes an answer."""
+    remark = command.remark.encode("utf-8", "replace") if command.remark else b""
     ext = b"".join(_INT16.pack(len(key_bytes)) + key_bytes + _INT32.pack(len(value_bytes))
                    + value_bytes
-                   for key_bytes, value_bytes in ((key.encode("utf-8"), value.encode("utf-8"))
+                   for key_bytes, value_bytes in ((key.encode("utf-8", "replace"),
+                                                   value.encode("utf-8", "replace"))
                                                   for key, value in command.ext_fields.items())
                    if value_bytes)
     return b"".join((BINARY_FIXED.pack(command.code, LANGUAGE_CODES.get(command.language, 0),

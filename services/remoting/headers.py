@@ -2,7 +2,9 @@
 
 Every value arrives as text.  A required (`@CFNotNull`) field that is missing, or a number
 that is not one, answers SYSTEM_ERROR with a remark naming the field, as a RocketMQ broker's
-`decodeCommandCustomHeader` does; the request reads and writes nothing.
+`decodeCommandCustomHeader` does; the request reads and writes nothing.  So does a field
+that is not UTF-8 text (a lone surrogate from a JSON header, `"\\ud800"`): no handler looks
+it up, stores it or echoes it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,23 @@ def optional_text(request: Command, name: str, *aliases: str) -> str | None:
     for key in (name, *aliases):
         value = fields.get(key)
         if value is not None:
+            if not is_text(value):
+                raise RemotingError(SYSTEM_ERROR, f"the custom field <{name}> is not UTF-8 "
+                                                  f"text (a lone surrogate)")
             return value
     return None
+
+
+def is_text(value: str) -> bool:
+    """False for a string UTF-8 cannot encode: a lone surrogate, which a JSON header or body
+    can carry as `\\ud800` (a binary header cannot: its bytes decode with replacement)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def number(request: Command, name: str, *aliases: str, minimum: int = INT64_MIN,

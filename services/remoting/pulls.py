@@ -85,7 +85,7 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
         return await long_poll(
             front.view, front.held, topic, queue_id, offset, min(max_messages, MAX_MESSAGES_MAX),
             tags=tags, records_only=True, wait_ms=hold_ms,
-            client=peer.address.rpartition(":")[0], on_hold=_nothing, on_woken=front.on_woken,
+            client=peer.address, on_hold=_nothing, on_woken=front.on_woken,
             answer=lambda result: _answer(request, result, offset=offset,
                                           where=f"{topic}/{queue_id}"))
     except HeldPullsClientFullError:

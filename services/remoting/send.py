@@ -9,7 +9,7 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 | situation                                      | code                  |
 |------------------------------------------------|-----------------------|
 | stored                                         | 0 SUCCESS             |
-| stored, sync flush or replica not confirmed    | 10 / 12 / 11          |
+| stored, sync flush or follower not confirmed   | 10 / 12 / 11          |
 | unknown topic, no auto-create (`topics.auto_  | 17 TOPIC_NOT_EXIST    |
 | create` off), deleted, or past `topics_max`    |                       |
 | system topic, `%DLQ%`, `%RETRY%` but not a     | 16 NO_PERMISSION      |
@@ -21,8 +21,6 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 """
 
 from __future__ import annotations
-
-import itertools
 
 from mqstore.services.common.forward_wire import KIND_BATCH, KIND_SINGLE, ForwardRequest
 from mqstore.storage.format.message import offset_msg_id
@@ -53,7 +51,6 @@ STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
 """The store's statuses as RocketMQ's `SendMessageProcessor` maps them; the rest (busy
 page cache, a failed segment) is SYSTEM_ERROR."""
 TRANSACTION_PREPARED = 0x4
-_round_robin = itertools.count()
 
 
 
@@ -62,8 +59,8 @@ async def send(front: Front, request: Command, peer: Peer) -> Command | None:
     front.topics.check_name(topic)
     config = _topic(front, request, topic)
     queue_id = headers.queue_id(request, "queueId", "e")
-    if queue_id < 0:
-        queue_id = next(_round_robin) % config.write_queue_nums
+    if queue_id < 0:  # round robin per topic, as the writer's HTTP produce
+        queue_id = front.queues.choose(topic, queue_count=config.write_queue_nums)
     if queue_id >= config.write_queue_nums:
         raise RemotingError(SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, topic "
                                           f"{topic} has {config.write_queue_nums} write queues")

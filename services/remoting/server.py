@@ -1,17 +1,26 @@
 """`RemotingServer`: the listener, one reader per connection, one task per request.
 
-    accept (≤ connections_max, else close)
-      → read a frame: 4-byte length (≤ frame_size_bytes_max, else close), then the frame
+    accept (≤ connections_max; at it, the connection whose open frame is oldest is closed
+            to make room, and only if none has one is the new connection refused)
+      → read a frame (services/common/framing.py): 4-byte length (≤ frame_size_bytes_max),
+        the whole frame within frame_read_timeout_ms of its first byte, else close
       → decode (a malformed frame closes: the next frame cannot be found after it)
       → a task per request (≤ requests_in_flight_per_connection_max per connection), so a
         held pull never blocks the requests behind it on the same socket
       → the handler's answer, written as soon as it is ready (clients match by opaque);
         none for a oneway request (flag bit 1)
 
+Flow control: while more than `write_buffer_bytes_max` of answers wait for the client to
+read them, the connection's requests are not read and each new answer waits its turn; a
+buffer that does not drain within `write_drain_timeout_ms` closes the connection and drops
+the buffer.  A client that pipelines 1,000 pulls and reads nothing costs that bound, not
+1,000 answers.
+
 The server also writes requests of its own to clients (`push`, oneway, as RocketMQ's
 broker does): NOTIFY_CONSUMER_IDS_CHANGED to a group's consumers when one joins or leaves
 (they rebalance at once instead of on their 20 s timer), RESET_CONSUMER_CLIENT_OFFSET to a
-group's consumers when its offsets are reset.
+group's consumers when its offsets are reset.  A push to a client that is not reading is
+dropped (it rebalances on its timer all the same).
 
 With a users file, every request is checked first (access.py: signature, then the code's
 permissions; NO_PERMISSION otherwise).  Unknown codes answer REQUEST_CODE_NOT_SUPPORTED (3)
@@ -28,13 +37,24 @@ import itertools
 import logging
 import ssl
 
+from mqstore.services.common.framing import FramedStream, FrameLimits
+from mqstore.services.common.remoting_settings import RemotingSettings
+
 from .clients import notify_group_changed
 from .codes import SYSTEM_ERROR, RemotingError, not_supported
 from .context import Front, Peer
-from .dispatch import HANDLERS
 from .frame import Command, FrameError, decode, encode
+from .routing import HANDLERS
 
 log = logging.getLogger("mqstore.remoting")
+
+
+def frame_limits(settings: RemotingSettings) -> FrameLimits:
+    return FrameLimits(frame_size_bytes_max=settings.frame_size_bytes_max,
+                       frame_read_timeout_ms=settings.frame_read_timeout_ms,
+                       write_buffer_bytes_max=settings.write_buffer_bytes_max,
+                       write_drain_timeout_ms=settings.write_drain_timeout_ms,
+                       idle_timeout_ms=settings.idle_timeout_ms, setting_prefix="remoting.")
 
 
 class RemotingServer:
@@ -44,29 +64,35 @@ class RemotingServer:
         """TLS on the listener (services/common/tls_settings.py): RocketMQ clients with
         `setUseTLS(true)`; a plaintext client is refused at its first bytes."""
         self._settings = front.settings
+        self._limits = frame_limits(front.settings)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._streams: dict[int, FramedStream] = {}
+        """Open connections by id: what counts toward `connections_max`."""
         self._ids = itertools.count(1)
         self.port = 0
         front.push = self.push
 
+    @property
+    def connections_open(self) -> int:
+        return len(self._streams)
+
     def push(self, connection_id: int, command: Command) -> bool:
-        """Write a oneway request of the server's own to a client connection."""
-        writer = self._writers.get(connection_id)
-        if writer is None or writer.is_closing():
+        """Write a oneway request of the server's own to a client connection (False: the
+        connection is gone, or not reading its answers)."""
+        stream = self._streams.get(connection_id)
+        if stream is None or stream.writer.is_closing():
             return False
-        writer.writelines(encode(command))
-        return True
+        return stream.write_nowait(encode(command))
 
     async def start(self) -> int:
         settings = self._settings
         if self._ssl is None:
             self._server = await asyncio.start_server(self._serve, settings.host, settings.port)
-        else:  # a client that never finishes its TLS handshake is dropped like an idle one
+        else:  # a client that never finishes its TLS handshake is dropped like a slow frame
             self._server = await asyncio.start_server(
                 self._serve, settings.host, settings.port, ssl=self._ssl,
-                ssl_handshake_timeout=settings.idle_timeout_ms / 1000)
+                ssl_handshake_timeout=settings.frame_read_timeout_ms / 1000)
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("remoting listening", extra={"host": self._settings.host, "port": self.port,
                                               "tls": self._ssl is not None,
@@ -82,59 +108,73 @@ class RemotingServer:
         if self._server is not None:
             await self._server.wait_closed()
 
+    def _admit(self) -> bool:
+        """Room for one more connection: at `connections_max`, close the one whose open
+        frame began longest ago (a slow sender's); False if every one is between frames."""
+        if len(self._streams) < self._settings.connections_max:
+            return True
+        slow = [(stream.frame_started_s, connection_id)
+                for connection_id, stream in self._streams.items()
+                if stream.frame_started_s is not None]
+        if not slow:
+            log.warning("refused a connection: %d open, none in a frame (connections_max)",
+                        len(self._streams))
+            return False
+        _, connection_id = min(slow)
+        log.info("closed connection %d to admit another: its frame is the oldest open one "
+                 "(connections_max)", connection_id)
+        self._streams.pop(connection_id).abort()
+        return True
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        if len(self._connections) >= self._settings.connections_max:
-            log.warning("refused a connection: %d open (connections_max)",
-                        len(self._connections))
+        if not self._admit():
             writer.close()
             return
         self._connections.add(task)
         peer_name = writer.get_extra_info("peername") or ("0.0.0.0", 0)
         host = f"[{peer_name[0]}]" if ":" in peer_name[0] else peer_name[0]
         peer = Peer(f"{host}:{peer_name[1]}", next(self._ids))
-        self._writers[peer.connection_id] = writer
+        stream = FramedStream(reader, writer, self._limits)
+        self._streams[peer.connection_id] = stream
         try:
-            await self._read_loop(reader, writer, peer)
-        except (FrameError, ConnectionError, asyncio.IncompleteReadError, TimeoutError) as error:
-            if not isinstance(error, asyncio.IncompleteReadError) or error.partial:
-                log.info("closed %s: %s", peer.address, error)
+            await self._read_loop(stream, peer)
+        except (FrameError, ConnectionError) as error:
+            log.info("closed %s: %s", peer.address, error)
+        except asyncio.CancelledError:  # close() (issue 22/14): 3.11's start_server logs a cancelled connection task with a traceback  # noqa: E501
+            log.debug("closed %s: the front stops", peer.address)
         finally:
-            del self._writers[peer.connection_id]
+            self._streams.pop(peer.connection_id, None)
             for group in self.front.clients.connection_closed(peer.connection_id):
                 notify_group_changed(self.front, group)
-            writer.close()
+            stream.close()
             self._connections.discard(task)
 
-    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         peer: Peer) -> None:
-        settings = self._settings
-        idle_s = settings.idle_timeout_ms / 1000
-        slots = asyncio.Semaphore(settings.requests_in_flight_per_connection_max)
+    async def _read_loop(self, stream: FramedStream, peer: Peer) -> None:
+        slots = asyncio.Semaphore(self._settings.requests_in_flight_per_connection_max)
         pending: set[asyncio.Task[None]] = set()
         try:
-            while True:
-                head = await asyncio.wait_for(reader.readexactly(4), idle_s)
-                length = int.from_bytes(head, "big")
-                if length > settings.frame_size_bytes_max:
-                    raise FrameError(f"frame of {length} bytes is over frame_size_bytes_max="
-                                     f"{settings.frame_size_bytes_max}")
-                request = decode(await reader.readexactly(length))
+            while (payload := await stream.read_frame()) is not None:
+                request = decode(payload)
                 await slots.acquire()
-                handling = asyncio.create_task(self._handle(request, writer, peer))
+                handling = asyncio.create_task(self._handle(request, stream, peer))
                 pending.add(handling)
                 handling.add_done_callback(pending.discard)
                 handling.add_done_callback(lambda _: slots.release())
+                # Let the handler run first: an answer ready at once is then written (or
+                # waits) before the next frame is read, so the write-buffer check ahead of
+                # that read sees it.
+                await asyncio.sleep(0)
         finally:
             for handling in pending:
                 handling.cancel()
 
-    async def _handle(self, request: Command, writer: asyncio.StreamWriter,
-                      peer: Peer) -> None:
+    async def _handle(self, request: Command, stream: FramedStream, peer: Peer) -> None:
         answer = await answer_to(self.front, request, peer)
-        if answer is not None and not request.oneway and not writer.is_closing():
-            writer.writelines(encode(answer))
+        if answer is not None and not request.oneway and not stream.writer.is_closing():
+            with contextlib.suppress(ConnectionError):  # the read loop closes and logs it
+                await stream.write(encode(answer))
 
 
 async def answer_to(front: Front, request: Command, peer: Peer) -> Command | None:

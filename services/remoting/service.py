@@ -20,6 +20,8 @@ import logging
 import ssl
 
 from mqstore.services.auth.users import Users
+from mqstore.services.common.forward_secret import secret_path
+from mqstore.services.common.queue_choice import RoundRobinQueues
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
@@ -28,8 +30,8 @@ from mqstore.storage.reads.store_view import StoreView
 from .access import RemotingAccess
 from .client_table import ClientTable
 from .context import Front
-from .dispatch import HANDLERS
 from .offset_table import OffsetTable
+from .routing import HANDLERS
 from .server import RemotingServer
 from .topics import TopicTable
 from .writer_link import WriterLink
@@ -47,17 +49,19 @@ class RemotingFront:
         request against them (access.py); None: no check."""
         self.held = HeldPulls(held_max=settings.held_pulls_max,
                               held_per_client_max=settings.held_pulls_per_client_max)
+        clients = ClientTable(expiry_ms=settings.consumer_expiry_ms,
+                              lock_expiry_ms=settings.lock_expiry_ms,
+                              clients_max=settings.clients_max)
         self.front = Front(
             view=view, settings=settings, store_config=view.config,
             topics=topics or TopicTable(view.directory, queue_count_max=queue_count_max,
                                         topic_size_bytes_max=view.config.topic_size_bytes_max,
                                         topics_max=settings.topics_max, on_disk=view.topics),
-            offsets=OffsetTable(offsets),
-            clients=ClientTable(expiry_ms=settings.consumer_expiry_ms,
-                                lock_expiry_ms=settings.lock_expiry_ms,
-                                clients_max=settings.clients_max),
-            held=self.held, link=WriterLink(settings),
-            access=RemotingAccess(users, served_codes=frozenset(HANDLERS))
+            offsets=OffsetTable(offsets), clients=clients,
+            held=self.held, link=WriterLink(settings, secret_path=secret_path(view.directory)),
+            queues=RoundRobinQueues(queue_count=queue_count_max),
+            access=RemotingAccess(users, served_codes=frozenset(HANDLERS),
+                                  client_groups=clients.groups_of_client)
             if users is not None else None)
         self.server = RemotingServer(self.front, ssl_context=ssl_context)
         self._flusher: asyncio.Task[None] | None = None

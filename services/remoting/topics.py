@@ -123,8 +123,9 @@ class TopicTable:
                                                   f"topic_queue_count)")
         with self._changing():
             if config.name not in self._topics and len(self._topics) >= self._topics_max:
-                raise RemotingError(SYSTEM_ERROR, f"the topic table holds "
-                                                  f"{len(self._topics)} topics (topics_max)")
+                # 17, as a send past it (send.py) and HTTP's 404 TOPIC_NOT_EXIST answer
+                raise RemotingError(TOPIC_NOT_EXIST, f"the topic table holds "
+                                                     f"{len(self._topics)} topics (topics_max)")
             self._topics[config.name] = config
             self._deleted.discard(config.name)
 

@@ -2,9 +2,17 @@
 
 Sends are pipelined on it (services/common/forward_wire.py): each gets a request id and a
 future, a reader task completes the futures as answers arrive, in any order.  The link
-connects on first use and again after a failure; when it breaks, every waiting send fails
-with SYSTEM_ERROR (in the producer's retry set: the client sends again).  At most
+connects on first use and again after a failure, and on each connect proves it holds the
+secret the writer published in the data directory, and checks the writer's proof back
+(services/common/forward_secret.py), before any send.  When it breaks, every waiting send
+fails with SYSTEM_ERROR (in the producer's retry set: the client sends again).  At most
 `writer_requests_in_flight_max` sends wait at once; one more answers SYSTEM_BUSY.
+
+Frames are read and written by services/common/framing.py: an answer must arrive whole
+within `frame_read_timeout_ms` of its first byte, and a send waits to be written while more
+than `write_buffer_bytes_max` of sends wait for the writer to read them (a writer that stops
+reading holds the link's memory to that bound; its sends time out after
+`writer_timeout_ms`, which also bounds the handshake).
 """
 
 from __future__ import annotations
@@ -12,13 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 
+from mqstore.services.common.forward_secret import prove_front, read_secret
 from mqstore.services.common.forward_wire import (
     ForwardAnswer,
     ForwardRequest,
     decode_answer,
     encode_request,
 )
+from mqstore.services.common.framing import FramedStream, FrameLimits
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.common.wire import WireFormatError
 
@@ -30,11 +41,19 @@ REQUEST_ID_MASK = 0xFFFFFFFF
 
 
 class WriterLink:
-    def __init__(self, settings: RemotingSettings) -> None:
+    def __init__(self, settings: RemotingSettings, *, secret_path: Path) -> None:
+        """`secret_path`: the forward secret the writer publishes (`<data_dir>/forward-secret`,
+        services/common/forward_secret.py), read again at every connect."""
         host, _, port = settings.writer_address.rpartition(":")
         self._address = (host, int(port))
         self._settings = settings
-        self._writer: asyncio.StreamWriter | None = None
+        self._secret_path = secret_path
+        self._limits = FrameLimits(
+            frame_size_bytes_max=settings.frame_size_bytes_max,
+            frame_read_timeout_ms=settings.frame_read_timeout_ms,
+            write_buffer_bytes_max=settings.write_buffer_bytes_max,
+            write_drain_timeout_ms=settings.writer_timeout_ms, setting_prefix="remoting.")
+        self._stream: FramedStream | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._waiting: dict[int, asyncio.Future[ForwardAnswer]] = {}
         self._next_id = 0
@@ -49,67 +68,81 @@ class WriterLink:
         if len(self._waiting) >= self._settings.writer_requests_in_flight_max:
             raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {len(self._waiting)} sends wait for "
                                              f"the writer (writer_requests_in_flight_max)")
-        writer = await self._connected()
+        timeout_ms = self._settings.writer_timeout_ms
         self._next_id = (self._next_id + 1) & REQUEST_ID_MASK
         request_id = self._next_id
         future: asyncio.Future[ForwardAnswer] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
         try:
-            writer.writelines(encode_request(request._replace(request_id=request_id)))
-            return await asyncio.wait_for(asyncio.shield(future),
-                                          self._settings.writer_timeout_ms / 1000)
+            async with asyncio.timeout(timeout_ms / 1000):
+                stream = await self._connected()
+                await stream.write(encode_request(request._replace(request_id=request_id)))
+                return await asyncio.shield(future)
         except TimeoutError:
-            self._break(f"the writer did not answer within {self._settings.writer_timeout_ms}"
-                        f" ms (writer_timeout_ms)")
+            self._waiting.pop(request_id, future).cancel()  # issue 22/14: none awaits it now; an exception set by _break would log "Future exception was never retrieved"  # noqa: E501
+            self._break(f"the writer did not answer within {timeout_ms} ms (writer_timeout_ms)")
             raise RemotingError(SYSTEM_ERROR, "the writer did not answer in time") from None
+        except ConnectionError as error:
+            self._break(f"the connection to the writer broke: {error}")
+            raise RemotingError(SYSTEM_ERROR, f"the writer link broke: {error}") from None
         finally:
             self._waiting.pop(request_id, None)
 
-    async def _connected(self) -> asyncio.StreamWriter:
+    async def _connected(self) -> FramedStream:
         async with self._connecting:
-            if self._writer is not None and not self._writer.is_closing():
-                return self._writer
+            if self._stream is not None and not self._stream.writer.is_closing():
+                return self._stream
             try:
+                secret = read_secret(self._secret_path)
                 reader, writer = await asyncio.open_connection(*self._address)
             except OSError as error:
                 raise RemotingError(SYSTEM_ERROR, f"cannot reach the writer at "
                                                   f"{self._settings.writer_address}: "
                                                   f"{error.strerror or error}") from None
-            self._writer = writer
-            self._reader_task = asyncio.create_task(self._read(reader, writer),
-                                                    name="writer-link")
-            return writer
+            stream = FramedStream(reader, writer, self._limits)
+            try:
+                await prove_front(stream, secret)
+            except (ConnectionError, asyncio.CancelledError) as error:
+                stream.abort()
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+                log.warning("writer link refused: %s", error)
+                raise RemotingError(SYSTEM_ERROR, f"the writer at "
+                                                  f"{self._settings.writer_address} refused "
+                                                  f"the link: {error}") from None
+            self._stream = stream
+            self._reader_task = asyncio.create_task(self._read(stream), name="writer-link")
+            return stream
 
-    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _read(self, stream: FramedStream) -> None:
         reason = "the writer closed the connection"
         try:
-            while True:
-                length = int.from_bytes(await reader.readexactly(4), "big")
-                answer = decode_answer(await reader.readexactly(length))
+            while (frame := await stream.read_frame()) is not None:
+                answer = decode_answer(frame)
                 future = self._waiting.get(answer.request_id)
                 if future is not None and not future.done():
                     future.set_result(answer)
-        except (asyncio.IncompleteReadError, ConnectionError) as error:
+        except ConnectionError as error:
             reason = f"the connection to the writer broke: {error!r}"
         except WireFormatError as error:
             reason = f"the writer answered a malformed frame: {error}"
-        if self._writer is writer:
+        if self._stream is stream:
             self._break(reason)
 
     def _break(self, reason: str) -> None:
         log.warning("writer link closed: %s", reason)
-        if self._writer is not None:
-            self._writer.close()
-        self._writer = None
+        if self._stream is not None:
+            self._stream.abort()
+        self._stream = None
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(RemotingError(SYSTEM_ERROR, reason))
         self._waiting.clear()
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
         if self._reader_task is not None:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,10 +1,16 @@
 """`ForwardServer`: the writer's listener for sends the remoting front forwards.
 
 The front (services/remoting/writer_link.py) keeps one connection open and pipelines
-requests on it (layout: services/common/forward_wire.py).  Each request becomes one put or
-one batch put through the same path as the HTTP views (`WriterHandlers.store_messages`:
-sync flush and sync masters await their acknowledgement without blocking the loop), and its
-answer is written when the put completes, so answers may overtake one another.
+requests on it (layout: services/common/forward_wire.py).  A connection is served only
+after it proves the secret this listener publishes in the data directory at start
+(services/common/forward_secret.py): the port takes stores of any topic, queue, born host
+and time, so it is the front's alone.  Frames are read and answers written by
+services/common/framing.py (a frame's deadline, the write-buffer bound; at
+`forward_connections_max` the connection with the oldest open frame or handshake is
+closed).  Each request becomes one put or one batch put through the same path as the HTTP
+views (`WriterHandlers.store_messages`: sync flush and sync masters await their
+acknowledgement without blocking the loop), and its answer is written when the put
+completes, so answers may overtake one another.
 
 What the store needs is all that is decoded: the header fields the front passed, and for a
 batch the entry boundaries (RocketMQ's batch layout, below).  Bodies and properties are
@@ -21,10 +27,18 @@ A RocketMQ batch body entry (`MessageDecoder.encodeMessages`), back to back:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import struct
+from pathlib import Path
 
 from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.forward_secret import (
+    ForwardAuthError,
+    check_front,
+    publish_secret,
+    withdraw_secret,
+)
 from mqstore.services.common.forward_wire import (
     KIND_BATCH,
     ForwardAnswer,
@@ -32,6 +46,7 @@ from mqstore.services.common.forward_wire import (
     decode_request,
     encode_answer,
 )
+from mqstore.services.common.framing import FramedStream, FrameLimits
 from mqstore.services.common.topics_file import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
 from mqstore.storage import Message, PutStatus
@@ -51,11 +66,22 @@ class ForwardServer:
     def __init__(self, handlers: WriterHandlers, settings: WriterSettings) -> None:
         self._handlers = handlers
         self._settings = settings
+        self._limits = FrameLimits(
+            frame_size_bytes_max=settings.forward_frame_size_bytes_max,
+            frame_read_timeout_ms=settings.forward_frame_read_timeout_ms,
+            write_buffer_bytes_max=settings.forward_write_buffer_bytes_max,
+            write_drain_timeout_ms=settings.forward_write_drain_timeout_ms,
+            setting_prefix="writer.forward_")
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._streams: dict[asyncio.Task[None], FramedStream] = {}
+        self._secret = b""
+        self._data_dir: Path | None = None
 
-    async def start(self) -> int:
-        """Listen; returns the bound port."""
+    async def start(self, *, data_dir: Path) -> int:
+        """Publish a new forward secret in `data_dir`, then listen; returns the bound port."""
+        self._data_dir = data_dir
+        self._secret = publish_secret(data_dir)
         self._server = await asyncio.start_server(self._serve, self._settings.forward_host,
                                                   self._settings.forward_port)
         port = int(self._server.sockets[0].getsockname()[1])
@@ -68,37 +94,58 @@ class ForwardServer:
             await self._server.wait_closed()
         for task in list(self._tasks):
             task.cancel()
+        if self._data_dir is not None:
+            withdraw_secret(self._data_dir, self._secret)
+
+    def _admit(self) -> bool:
+        """At `forward_connections_max`, close the connection whose handshake or frame has
+        been open longest (never the front's, which sends whole frames)."""
+        if len(self._streams) < self._settings.forward_connections_max:
+            return True
+        slow = [(stream.frame_started_s, id(other), other)
+                for other, stream in self._streams.items() if stream.frame_started_s is not None]
+        if not slow:
+            log.warning("refused a forward connection: %d open (forward_connections_max)",
+                        len(self._streams))
+            return False
+        victim = min(slow)[2]
+        self._streams.pop(victim).abort()
+        return True
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if not self._admit():
+            writer.close()
+            return
+        stream = FramedStream(reader, writer, self._limits)
         self._tasks.add(task)
+        self._streams[task] = stream
         pending: set[asyncio.Task[None]] = set()
         try:
-            while True:
-                head = await reader.readexactly(4)
-                length = int.from_bytes(head, "big")
-                if length > self._settings.forward_frame_size_bytes_max:
-                    raise WireFormatError(f"forward frame of {length} bytes is over "
-                                          f"forward_frame_size_bytes_max")
-                request = decode_request(await reader.readexactly(length))
-                put = asyncio.create_task(self._answer(request, writer))
+            await check_front(stream, self._secret)
+            while (frame := await stream.read_frame()) is not None:
+                put = asyncio.create_task(self._answer(decode_request(frame), stream))
                 pending.add(put)
                 put.add_done_callback(pending.discard)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except WireFormatError as error:
+                await asyncio.sleep(0)  # a refusal answered at once is written before the
+                #                         next read checks the write buffer
+        except ForwardAuthError as error:
+            log.warning("forward connection refused: %s", error)
+        except (WireFormatError, ConnectionError) as error:
             log.warning("forward connection closed: %s", error)
         finally:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
-            writer.close()
+            self._streams.pop(task, None)
+            stream.close()
             self._tasks.discard(task)
 
-    async def _answer(self, request: ForwardRequest, writer: asyncio.StreamWriter) -> None:
+    async def _answer(self, request: ForwardRequest, stream: FramedStream) -> None:
         answer = await self.store(request)
-        if not writer.is_closing():
-            writer.write(encode_answer(answer))
+        if not stream.writer.is_closing():
+            with contextlib.suppress(ConnectionError):  # the read loop closes and logs it
+                await stream.write([encode_answer(answer)])
 
     async def store(self, request: ForwardRequest) -> ForwardAnswer:
         try:

@@ -34,11 +34,10 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
 from mqstore.services.common.http_bodies import parse_json, read_body
 from mqstore.services.common.json_numbers import json_integer
+from mqstore.services.common.queue_choice import RoundRobinQueues
 from mqstore.services.common.wire import WireMessage
 from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
 from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
-
-from .queue_choice import RoundRobinQueues
 
 TEXT_PATTERN = r"^[^\x01\x02]+$"
 """Tags, property names and values: non-empty, no \\x01 or \\x02 (the properties string's

@@ -112,7 +112,7 @@ async def _serve(config: ServiceConfig) -> int:
             forward = ForwardServer(app[HANDLERS], settings) if (
                 settings.forward_enabled and client is None) else None
             if forward is not None:
-                await forward.start()
+                await forward.start(data_dir=config.data_dir)
 
             def on_stopping() -> None:
                 app[STATE].stopping = True

@@ -23,8 +23,8 @@ from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.remoting import codes
 from mqstore.services.remoting.access import NEEDS
 from mqstore.services.remoting.context import Front, Peer
-from mqstore.services.remoting.dispatch import HANDLERS
 from mqstore.services.remoting.frame import Command
+from mqstore.services.remoting.routing import HANDLERS
 from mqstore.services.remoting.server import answer_to
 from mqstore.services.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig

@@ -4,7 +4,9 @@ refuses bad input (a RocketMQ code with a remark, never an exception or silence)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,13 +105,18 @@ def test_more_queues_than_the_writer_takes_are_refused(front: Front) -> None:
 def test_a_group_is_told_when_its_members_change(front: Front) -> None:
     pushed: list[tuple[int, Command]] = []
     front.push = lambda connection_id, command: pushed.append((connection_id, command)) is None
+    # a change is told at once when the group was not told within notify_debounce_ms
+    # (coalescing within it: tests/abuse/test_remoting_heartbeats.py)
+    front.settings = dataclasses.replace(front.settings, notify_debounce_ms=1)
     ask(front, codes.HEART_BEAT, body=heartbeat("a@1", "cg", "t"), peer=Peer("h:1", 1))
     ask(front, codes.HEART_BEAT, body=heartbeat("a@1", "cg", "t"), peer=Peer("h:1", 1))
     assert [connection for connection, _ in pushed] == [1]  # joined once; renewals are quiet
+    time.sleep(0.005)
     ask(front, codes.HEART_BEAT, body=heartbeat("b@2", "cg", "t"), peer=Peer("h:2", 2))
     assert sorted(connection for connection, _ in pushed[1:]) == [1, 2]
     assert {command.code for _, command in pushed} == {codes.NOTIFY_CONSUMER_IDS_CHANGED}
     assert pushed[-1][1].ext_fields == {"consumerGroup": "cg"}
+    time.sleep(0.005)
     ask(front, codes.UNREGISTER_CLIENT, {"clientID": "b@2"})
     assert pushed[-1][0] == 1  # the one left is told
     front.topics.create(front.topics.default("t", 2))

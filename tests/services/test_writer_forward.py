@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.forward_secret import prove_front, read_secret, secret_path
 from mqstore.services.common.forward_wire import (
     KIND_BATCH,
     KIND_SINGLE,
@@ -13,11 +14,15 @@ from mqstore.services.common.forward_wire import (
     decode_answer,
     encode_request,
 )
+from mqstore.services.common.framing import FramedStream, FrameLimits
 from mqstore.services.writer.app import HANDLERS, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore
 from tests.remoting.client import batch_body, properties
 from tests.services.serving import run
+
+LIMITS = FrameLimits(frame_size_bytes_max=1 << 20, frame_read_timeout_ms=5_000,
+                     write_buffer_bytes_max=1 << 20, write_drain_timeout_ms=5_000)
 
 
 def _request(kind: int, body: bytes, *, props: bytes = b"", queue_id: int = 1) -> ForwardRequest:
@@ -74,8 +79,10 @@ def test_malformed_batches_and_queues_are_refused_with_the_reason(store: Message
 def test_answers_come_back_over_the_listener(store: MessageStore) -> None:
     async def scenario() -> list[int]:
         server = _server(store)
-        port = await server.start()
+        port = await server.start(data_dir=store.directory)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await prove_front(FramedStream(reader, writer, LIMITS),
+                          read_secret(secret_path(store.directory)))
         for request_id in (5, 6):
             writer.writelines(encode_request(_request(KIND_SINGLE, b"m")._replace(
                 request_id=request_id)))

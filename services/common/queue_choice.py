@@ -1,4 +1,5 @@
-"""Which queue a message goes to when its producer names none.
+"""Which queue a message goes to when its producer names none: the one rule of the writer's
+HTTP produce and the remoting front's sends (each keeps a table of its own).
 
 Round robin per topic over `topic_queue_count` queues (or the fewer a topic was created
 with: `mqstore admin topics create --queues`, `mqadmin updateTopic -w`), as RocketMQ's
