@@ -25,7 +25,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from mqstore.services.common.http import ServiceError, json_response
-from mqstore.services.common.topics_file import is_system_topic
+from mqstore.services.common.topic_rules import is_system_topic
 from mqstore.services.remoting.codes import MESSAGE_ILLEGAL, RemotingError
 from mqstore.services.remoting.topics import PERM_READ_WRITE, TopicConfig, TopicTable
 

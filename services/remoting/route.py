@@ -9,7 +9,7 @@ clients parse both).
 
 from __future__ import annotations
 
-from mqstore.services.common.topics_file import RETRY_PREFIX
+from mqstore.services.common.topic_rules import RETRY_PREFIX
 
 from . import bodies, headers
 from .codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError

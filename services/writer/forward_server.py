@@ -47,7 +47,7 @@ from mqstore.services.common.forward_wire import (
     encode_answer,
 )
 from mqstore.services.common.framing import FramedStream, FrameLimits
-from mqstore.services.common.topics_file import RETRY_PREFIX
+from mqstore.services.common.topic_rules import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
 from mqstore.storage import Message, PutStatus
 

@@ -5,7 +5,7 @@ through the forward listener), so the topic rules live here and hold on both fro
 
 | the produce names                                  | HTTP                | remoting          |
 |----------------------------------------------------|---------------------|-------------------|
-| a system topic (topics_file.py), `%DLQ%`, or a     | 403 NO_PERMISSION   | 16 NO_PERMISSION  |
+| a system topic, `%DLQ%`, or a                      | 403 NO_PERMISSION   | 16 NO_PERMISSION  |
 | `%RETRY%` topic outside a consumer's send-back     |                     |                   |
 | a topic deleted (`config/topics.json`)             | 404 TOPIC_NOT_EXIST | 17                |
 | a new topic with `topics.auto_create` off          | 404 TOPIC_NOT_EXIST | 17                |
@@ -20,8 +20,9 @@ side.  Deleting a topic (services/remoting/topics.py) marks it in the topics fil
 refuses it once it looked at the file again (`topics_file_check_interval_ms`).  A deleted
 topic that holds queues still counts: its files stay on the volume (docs/http-api.md,
 "Topics: creation and deletion"), so cycles of creating and deleting topics cannot grow the
-volume past the bound.  Known topics that passed the system topic rules are remembered, so
-the common case costs a set lookup per topic.
+volume past the bound.  Known topics that passed the system topic rules
+(services/common/topic_rules.py) are remembered, so the common case costs a set lookup per
+topic.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from mqstore.services.common.topics_file import TopicsFileReader, system_topic_refusal
+from mqstore.services.common.topic_rules import TopicsWatcher, system_topic_refusal
 from mqstore.services.common.topics_settings import TopicsSettings
 
 NO_PERMISSION = "NO_PERMISSION"
@@ -57,7 +58,7 @@ class TopicGate:
         self._writable: set[str] = set()
         """Known topics a plain produce may write (passed the system topic rules): the
         common case is one set lookup per topic."""
-        self._file = TopicsFileReader(
+        self._file = TopicsWatcher(
             data_dir, check_interval_ms=settings.topics_file_check_interval_ms)
 
     def write_queue_count(self, topic: str) -> int | None:

@@ -1,10 +1,11 @@
-"""`config/topics.json` read by processes that do not own it, and the system topic rules.
+"""The system topic rules, and the writer's watch on `config/topics.json`.
 
 The notifiers write the file (services/remoting/topics.py, through their HTTP routes and
-the remoting front): topics created explicitly and topics deleted.  The writer reads it to
-decide what a produce may name (services/writer/topic_gate.py): it looks at the file at most
-every `topics.topics_file_check_interval_ms` and reads it only when its modification time or
-size changed, so a topic created or deleted through any notifier binds within that interval.
+the remoting front; its class and layout: storage/files/topics_file.py): topics created
+explicitly and topics deleted.  The writer reads it to decide what a produce may name
+(services/writer/topic_gate.py) through `TopicsWatcher`: it looks at the file at most every
+`topics.topics_file_check_interval_ms` and parses it only when its modification time or size
+changed, so a topic created or deleted through any notifier binds within that interval.
 
 System topics (RocketMQ `TopicValidator`): the broker keeps them for itself, and a plain
 send to one is refused as RocketMQ refuses it (NO_PERMISSION):
@@ -26,15 +27,17 @@ send to one is refused as RocketMQ refuses it (NO_PERMISSION):
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
-TOPICS_FILE = Path("config") / "topics.json"
+from mqstore.storage.files.topics_file import Topics, TopicsFile, TopicsFileFormatError
+
+log = logging.getLogger(__name__)
+
 AUTO_CREATE_TOPIC = "TBW102"
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -64,9 +67,9 @@ def system_topic_refusal(topic: str, *, send_back: bool) -> str | None:
     return None
 
 
-class TopicsFile(NamedTuple):
-    """What the file says: topics created explicitly, topics deleted, and the write queue
-    count each created topic was given (`mqstore admin topics create --queues`,
+class TopicsSeen(NamedTuple):
+    """What the writer needs of the file: topics created explicitly, topics deleted, and the
+    write queue count each created topic was given (`mqstore admin topics create --queues`,
     `mqadmin updateTopic -w`)."""
 
     created: frozenset[str]
@@ -74,45 +77,41 @@ class TopicsFile(NamedTuple):
     write_queue_counts: Mapping[str, int] = MappingProxyType({})
 
 
-EMPTY = TopicsFile(frozenset(), frozenset())
+EMPTY = TopicsSeen(frozenset(), frozenset())
 
 
-class TopicsFileReader:
+class TopicsWatcher:
     """Reads `<data_dir>/config/topics.json` again whenever it changed, looking at most
-    every `check_interval_ms` (0: at every call)."""
+    every `check_interval_ms` (0: at every call).  A file that cannot be parsed is treated as
+    empty (logged once) until its writer replaces it: the writer keeps serving."""
 
     def __init__(self, data_dir: Path, *, check_interval_ms: int) -> None:
-        self._path = data_dir / TOPICS_FILE
+        self._file = TopicsFile(data_dir)
         self._check_interval_ns = check_interval_ms * 1_000_000
         self._checked_ns: int | None = None
-        self._stamp: tuple[int, int] | None = None
         self._current = EMPTY
+        self._read: Topics | None = None
+        self._broken: str | None = None
 
-    def current(self) -> TopicsFile:
+    def current(self) -> TopicsSeen:
         now_ns = time.monotonic_ns()
         if self._checked_ns is not None and now_ns - self._checked_ns < self._check_interval_ns:
             return self._current
         self._checked_ns = now_ns
         try:
-            status = os.stat(self._path)
-        except FileNotFoundError:
-            self._stamp, self._current = None, EMPTY
+            topics = self._file.read()
+        except (OSError, TopicsFileFormatError) as error:
+            if str(error) != self._broken:
+                log.warning("topics file unreadable, taken as empty: %s", error)
+                self._broken = str(error)
+            self._current = EMPTY
             return EMPTY
-        stamp = (status.st_mtime_ns, status.st_size)
-        if stamp != self._stamp:
-            self._current = self._read()
-            self._stamp = stamp
+        self._broken = None
+        if topics is self._read:
+            return self._current  # unchanged: the file parsed the same object
+        self._read = topics
+        self._current = TopicsSeen(
+            frozenset(topics.created), topics.deleted,
+            MappingProxyType({name: entry.write_queue_nums
+                              for name, entry in topics.created.items()}))
         return self._current
-
-    def _read(self) -> TopicsFile:
-        """The file is replaced whole (rename), so a read sees one version; a file that
-        cannot be parsed is treated as empty until its writer replaces it."""
-        try:
-            document = json.loads(self._path.read_text(encoding="utf-8"))
-            topics = document.get("topics", {})
-            counts = {name: row["write_queue_nums"] for name, row in topics.items()
-                      if isinstance(row, dict) and type(row.get("write_queue_nums")) is int}
-            return TopicsFile(frozenset(topics), frozenset(document.get("deleted", [])),
-                              MappingProxyType(counts))
-        except (OSError, ValueError, AttributeError, TypeError):
-            return EMPTY
