@@ -64,9 +64,9 @@ from mqstore.services.auth.http_signature import (
     string_to_sign,
 )
 from mqstore.services.auth.remoting_signature import sign, signed_content
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.access import RemotingAccess
-from mqstore.services.remoting.frame import Command
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.access import RemotingAccess
+from mqstore.services.notifier.remoting.frame import Command
 from tests.remoting.client import RemotingClient, batch_body, properties, send_header
 
 TOPIC = "BenchAuth"

@@ -38,7 +38,7 @@ import harness
 from harness import BODY
 
 sys.path.append(str(Path(__file__).parents[1]))
-from mqstore.services.remoting import codes
+from mqstore.services.notifier.remoting import codes
 from tests.remoting.client import (
     RemotingClient,
     batch_body,

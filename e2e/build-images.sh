@@ -68,7 +68,7 @@ fi
 # files .dockerignore lets in, and the base image.
 context_files() {
     { echo pyproject.toml README.md
-      find storage services operator pipeline -type f ! -path '*/__pycache__/*'; } | sort
+      find storage services client operator pipeline -type f ! -path '*/__pycache__/*'; } | sort
 }
 app_key=$( { echo "$base_name"; cat Dockerfile .dockerignore; context_files | xargs sha256sum; } | key)
 app_name="localhost/mqstore/mqstore:e2e-$app_key"

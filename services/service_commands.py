@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqstore.services.cli_options import UsageError, add_command
-from mqstore.services.up import UP_PORTS
+from mqstore.services.common.local_ports import UP_PORTS
 from mqstore.storage import StoreLockedError
 
 UP_PORT_HELP = {

@@ -58,9 +58,6 @@ from mqstore.services.common.parent_death import ENV_PARENT_PID
 from mqstore.services.common.tls_settings import client_context
 
 SERVICES = ("writer", "indexer", "notifier")
-UP_PORTS = {"writer": 8081, "indexer": 8082, "notifier": 8083, "remoting": 9876, "forward": 8085}
-"""Default ports: the three services' HTTP, the notifier's RocketMQ remoting front (RocketMQ's
-name-server port) and the writer's listener for the sends the front forwards."""
 REPLICATION_SECRET_FILE = "replication-secret"
 """Made by `up` in the data directory when no config file names a secret."""
 REPLICATION_SECRET_SIZE_BYTES = 32

@@ -40,10 +40,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-TOP_FOLDERS = ("storage", "services", "operator", "pipeline", "charts", "e2e", "bench",
-               "scripts", "tests", "docs", ".ci")
-SOURCE_FOLDERS = ("storage", "services", "operator", "pipeline", "bench", "scripts", "e2e",
-                  "tests")
+TOP_FOLDERS = ("storage", "services", "client", "operator", "pipeline", "charts", "e2e",
+               "bench", "scripts", "tests", "docs", ".ci")
+SOURCE_FOLDERS = ("storage", "services", "client", "operator", "pipeline", "bench", "scripts",
+                  "e2e", "tests")
 PATH_CHARS = r"[A-Za-z0-9_.*<>{}/-]"
 REPOSITORY_PATH = re.compile(
     rf"(?<![\w./<>{{}}-])(?:\./)?((?:{'|'.join(re.escape(f) for f in TOP_FOLDERS)})"

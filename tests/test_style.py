@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-CHECKED_FOLDERS = ("storage", "services", "operator", "e2e")
+CHECKED_FOLDERS = ("storage", "services", "client", "operator", "e2e")
 FUNCTION_LINES_MAX = 70
 FILE_LINES_MAX = 400
 

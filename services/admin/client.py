@@ -1,6 +1,6 @@
 """`AdminClient`: the admin commands' HTTP calls, signed when keys are given.
 
-Not the produce/consume client (services/client): an admin call is made once and its answer
+Not the produce/consume client (mqstore.client): an admin call is made once and its answer
 shown, so a 503 or a lost connection is reported rather than retried (the operator runs the
 command again), and every answer's JSON comes back as it is.  Errors are `AdminError`s
 carrying the exit code and one line: 2 for a 4xx (the server's status and reason: the

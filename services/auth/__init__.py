@@ -4,7 +4,7 @@
     users.py               accounts and the rule deciding what each may do
     permissions.py         DENY/PUB/SUB, system topics, what a request needs (`Need`)
     addresses.py           white-listed client address patterns
-    remoting_signature.py  AclClientRPCHook's HMAC-SHA1 signature (services/remoting/access.py)
+    remoting_signature.py  AclClientRPCHook's HMAC-SHA1 signature (notifier/remoting/access.py)
     http_signature.py      signed HTTP requests (the servers and mqstore.client)
     http_access.py         the HTTP services' middleware; http_rules.py, what each route needs
 """

@@ -1,5 +1,5 @@
 """One length-prefixed frame reader and one flow-controlled writer for every binary TCP link:
-the remoting front (services/remoting/server.py), the writer's forward listener
+the remoting front (services/notifier/remoting/server.py), the writer's forward listener
 (services/writer/forward_server.py) and the front's link to it (writer_link.py).
 
 Every frame on those links is a 4-byte big-endian length, then that many bytes:

@@ -1,4 +1,5 @@
-"""The `remoting` section of the config file: the RocketMQ protocol front (services/remoting).
+"""The `remoting` section of the config file: the RocketMQ protocol front
+(services/notifier/remoting).
 
     remoting:
       port: 9876                        # name-server and broker codes on one port

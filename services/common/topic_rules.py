@@ -1,6 +1,6 @@
 """The system topic rules, and the writer's watch on `config/topics.json`.
 
-The notifiers write the file (services/remoting/topics.py, through their HTTP routes and
+The notifiers write the file (services/notifier/remoting/topics.py, through their HTTP routes and
 the remoting front; its class and layout: storage/files/topics_file.py): topics created
 explicitly and topics deleted.  The writer reads it to decide what a produce may name
 (services/writer/topic_gate.py) through `TopicsWatcher`: it looks at the file at most every

@@ -42,7 +42,7 @@ from mqstore.services.common.http_bodies import (
     body_size_middleware,
 )
 from mqstore.services.common.topics_settings import TopicsSettings
-from mqstore.services.remoting.topics import TopicTable
+from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
@@ -56,7 +56,7 @@ from .pulls import Puller
 from .topic_admin import TopicAdmin
 
 if TYPE_CHECKING:  # the front imports the notifier's held pulls: no import cycle at run time
-    from mqstore.services.remoting.service import RemotingFront
+    from mqstore.services.notifier.remoting.service import RemotingFront
 
 log = logging.getLogger("mqstore.notifier")
 
@@ -88,9 +88,9 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                indexer_ssl: ssl.SSLContext | None = None,
                users: Users | None = None,
                auth: AuthSettings | None = None) -> web.Application:
-    """`remoting`: also serve this RocketMQ remoting front (services/remoting): it starts and
-    stops with the app, and the notices wake its held pulls too.  `topics`: the process's
-    topic table, shared with the front (default: one of the app's own, with the writer's
+    """`remoting`: also serve this RocketMQ remoting front (services/notifier/remoting): it
+    starts and stops with the app, and the notices wake its held pulls too.  `topics`: the
+    process's topic table, shared with the front (default: one of the app's own, with the writer's
     default queue count).  `indexer_ssl`: how the notice stream verifies an https indexer
     (services/common/tls_settings.py).  `users`: who may do what (services/auth; None:
     anyone may do anything); `auth` bounds their signed requests and names the account the

@@ -22,6 +22,8 @@ from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.common.tls_settings import client_context, server_context
+from mqstore.services.notifier.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.storage import ConfigError
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
@@ -66,9 +68,6 @@ async def _serve(config: ServiceConfig) -> int:
                                   lock_timeout_ms=settings.offsets_lock_timeout_ms,
                                   groups_max=settings.groups_max,
                                   file_size_bytes_max=settings.group_offsets_file_bytes_max)
-        # Imported here: the front uses the notifier's held pulls (no cycle at import time).
-        from mqstore.services.remoting.service import RemotingFront  # noqa: PLC0415
-        from mqstore.services.remoting.topics import TopicTable  # noqa: PLC0415
 
         front = front_settings(config)
         topics = TopicTable(view.directory, queue_count_max=config.writer.topic_queue_count,

@@ -4,7 +4,7 @@
                                    topic_queue_count queues)
     DELETE /v1/topics/{topic}      delete it
 
-The notifier owns `config/topics.json` (services/remoting/topics.py: the remoting front
+The notifier owns `config/topics.json` (services/notifier/remoting/topics.py: the remoting front
 keeps the same table, and `mqadmin updateTopic` / `deleteTopic` change it too).  What a
 deletion does across the processes of one volume:
 
@@ -26,8 +26,8 @@ from aiohttp import web
 
 from mqstore.services.common.http import ServiceError, json_response
 from mqstore.services.common.topic_rules import is_system_topic
-from mqstore.services.remoting.codes import MESSAGE_ILLEGAL, RemotingError
-from mqstore.services.remoting.topics import PERM_READ_WRITE, TopicConfig, TopicTable
+from mqstore.services.notifier.remoting.codes import MESSAGE_ILLEGAL, RemotingError
+from mqstore.services.notifier.remoting.topics import PERM_READ_WRITE, TopicConfig, TopicTable
 
 from .requests import check_topic, query_int
 

@@ -1,6 +1,6 @@
 """`ForwardServer`: the writer's listener for sends the remoting front forwards.
 
-The front (services/remoting/writer_link.py) keeps one connection open and pipelines
+The front (services/notifier/remoting/writer_link.py) keeps one connection open and pipelines
 requests on it (layout: services/common/forward_wire.py).  A connection is served only
 after it proves the secret this listener publishes in the data directory at start
 (services/common/forward_secret.py): the port takes stores of any topic, queue, born host

@@ -16,7 +16,7 @@ every topic admitted since) or the topics file names it as created.  A request i
 or refused whole: its new topics count together against `topics_max`, so one batch naming
 50 new topics is refused if 49 would fit.  An admitted topic counts from then on, even if
 its put is then refused for another reason (busy, disk full): the bound errs on the safe
-side.  Deleting a topic (services/remoting/topics.py) marks it in the topics file; the gate
+side.  Deleting a topic (services/notifier/remoting/topics.py) marks it in the topics file; the gate
 refuses it once it looked at the file again (`topics_file_check_interval_ms`).  A deleted
 topic that holds queues still counts: its files stay on the volume (docs/http-api.md,
 "Topics: creation and deletion"), so cycles of creating and deleting topics cannot grow the

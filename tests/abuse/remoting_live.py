@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView

@@ -20,13 +20,13 @@ import pytest
 
 from mqstore.services.auth import load_users
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.access import NEEDS
-from mqstore.services.remoting.context import Front, Peer
-from mqstore.services.remoting.frame import Command
-from mqstore.services.remoting.routing import HANDLERS
-from mqstore.services.remoting.server import answer_to
-from mqstore.services.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.access import NEEDS
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.routing import HANDLERS
+from mqstore.services.notifier.remoting.server import answer_to
+from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView

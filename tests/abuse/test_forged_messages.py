@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting.codes import RemotingError
-from mqstore.services.remoting.queries import record_at
-from mqstore.services.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting.codes import RemotingError
+from mqstore.services.notifier.remoting.queries import record_at
+from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets

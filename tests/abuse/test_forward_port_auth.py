@@ -23,8 +23,8 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.forward_secret import publish_secret, secret_path
 from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest, encode_request
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting.codes import SYSTEM_ERROR, RemotingError
-from mqstore.services.remoting.writer_link import WriterLink
+from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError
+from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.services.writer.app import HANDLERS, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore, StoreConfig

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.context import Front, Peer
-from mqstore.services.remoting.frame import (
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import (
     BINARY_FIXED,
     SERIALIZE_JSON,
     SERIALIZE_ROCKETMQ,
@@ -41,9 +41,9 @@ from mqstore.services.remoting.frame import (
     decode,
     encode,
 )
-from mqstore.services.remoting.routing import HANDLERS
-from mqstore.services.remoting.server import answer_to
-from mqstore.services.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting.routing import HANDLERS
+from mqstore.services.notifier.remoting.server import answer_to
+from mqstore.services.notifier.remoting.service import RemotingFront
 from tests.abuse.remoting_live import read_frame, serving, tracebacks_and_errors
 from tests.remoting.client import heartbeat
 

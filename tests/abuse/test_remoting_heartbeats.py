@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.context import Front, Peer
-from mqstore.services.remoting.frame import Command
-from mqstore.services.remoting.server import answer_to
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.server import answer_to
 from tests.abuse.remoting_live import serving
 from tests.remoting.client import heartbeat
 

@@ -4,7 +4,7 @@ Before: a JSON header nested deep raised RecursionError out of the connection's 
 ("Unhandled exception in client_connected_cb" with a traceback at ERROR), a body nested deep
 did the same inside a handler ("request code 34 failed"), and a lone surrogate (`\\ud800`)
 in a header reached the handlers, which echoed it or looked it up; and a full topic table
-answered SYSTEM_ERROR (1) where docs/remoting.md and services/remoting/send.py say
+answered SYSTEM_ERROR (1) where docs/remoting.md and services/notifier/remoting/send.py say
 TOPIC_NOT_EXIST (17); every writer timeout logged "Future exception was never retrieved";
 and a stop logged each open connection's CancelledError with a traceback.
 """
@@ -22,14 +22,14 @@ import pytest
 from mqstore.services.common.forward_secret import SECRET_SIZE_BYTES
 from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.codes import RemotingError
-from mqstore.services.remoting.context import Peer
-from mqstore.services.remoting.frame import SERIALIZE_JSON, Command, decode, encode
-from mqstore.services.remoting.server import answer_to
-from mqstore.services.remoting.service import RemotingFront
-from mqstore.services.remoting.topics import TopicConfig
-from mqstore.services.remoting.writer_link import WriterLink
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.codes import RemotingError
+from mqstore.services.notifier.remoting.context import Peer
+from mqstore.services.notifier.remoting.frame import SERIALIZE_JSON, Command, decode, encode
+from mqstore.services.notifier.remoting.server import answer_to
+from mqstore.services.notifier.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting.topics import TopicConfig
+from mqstore.services.notifier.remoting.writer_link import WriterLink
 from tests.abuse.remoting_live import read_frame, serving, tracebacks_and_errors
 
 PEER = Peer("127.0.0.1:5000", 1)

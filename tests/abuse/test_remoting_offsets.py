@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.context import Front, Peer
-from mqstore.services.remoting.frame import Command
-from mqstore.services.remoting.server import answer_to
-from mqstore.services.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.server import answer_to
+from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.frame import Command, encode
-from mqstore.services.remoting.service import RemotingFront
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.frame import Command, encode
+from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets

@@ -17,9 +17,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
 from mqstore.services.common.topics_settings import TopicsSettings
-from mqstore.services.remoting.codes import TOPIC_NOT_EXIST
-from mqstore.services.remoting.send import STATUS_CODES
-from mqstore.services.remoting.topics import TopicConfig, TopicTable
+from mqstore.services.notifier.remoting.codes import TOPIC_NOT_EXIST
+from mqstore.services.notifier.remoting.send import STATUS_CODES
+from mqstore.services.notifier.remoting.topics import TopicConfig, TopicTable
 from mqstore.services.writer.app import HANDLERS, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import Message, MessageStore, StoreConfig
@@ -52,7 +52,7 @@ def test_a_deleted_topic_is_refused_by_the_writer_until_created_again(
         store: MessageStore) -> None:
     assert store.put(Message("Orders", 0, b"before")).ok
     written = store.written_position
-    _table(store).delete("Orders")  # DELETE_TOPIC_IN_BROKER (services/remoting/admin.py)
+    _table(store).delete("Orders")  # DELETE_TOPIC_IN_BROKER (services/notifier/remoting/admin.py)
     status, answer = run(lambda: _post(store))
     assert status == 404
     assert answer["error"]["status"] == "TOPIC_NOT_EXIST"

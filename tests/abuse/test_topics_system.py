@@ -14,8 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
-from mqstore.services.remoting.codes import NO_PERMISSION
-from mqstore.services.remoting.send import STATUS_CODES
+from mqstore.services.notifier.remoting.codes import NO_PERMISSION
+from mqstore.services.notifier.remoting.send import STATUS_CODES
 from mqstore.services.writer.app import HANDLERS, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore, StoreConfig

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mqstore.services.remoting import codes
+from mqstore.services.notifier.remoting import codes
 from tests.remoting.client import RemotingClient, properties, records, send_header
 from tests.remoting.up_process import mqstore_up
 

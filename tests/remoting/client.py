@@ -1,6 +1,6 @@
 """A small asyncio RocketMQ remoting client for the tests: requests by code, pipelined.
 
-It speaks the frame layout of services/remoting/frame.py (JSON or binary headers) and
+It speaks the frame layout of services/notifier/remoting/frame.py (JSON or binary headers) and
 builds what RocketMQ's Java client sends: SEND_MESSAGE_V2 headers, batch bodies, heartbeats.
 """
 
@@ -13,7 +13,7 @@ import struct
 import time
 from typing import Any
 
-from mqstore.services.remoting.frame import SERIALIZE_JSON, Command, decode, encode
+from mqstore.services.notifier.remoting.frame import SERIALIZE_JSON, Command, decode, encode
 from mqstore.storage import StoredMessage
 from mqstore.storage.format.message import decode_stored
 

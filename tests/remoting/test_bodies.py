@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mqstore.services.remoting.bodies import MessageQueue, QueueKeyed, dumps, queue_of
-from mqstore.services.remoting.codes import RemotingError
+from mqstore.services.notifier.remoting.bodies import MessageQueue, QueueKeyed, dumps, queue_of
+from mqstore.services.notifier.remoting.codes import RemotingError
 
 
 def test_queue_keyed_maps_have_object_keys_sorted_by_queue() -> None:

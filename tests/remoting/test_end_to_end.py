@@ -8,8 +8,8 @@ import json
 import struct
 from pathlib import Path
 
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.frame import SERIALIZE_ROCKETMQ
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.frame import SERIALIZE_ROCKETMQ
 from tests.remoting.client import (
     RemotingClient,
     batch_body,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mqstore.services.remoting.frame import (
+from mqstore.services.notifier.remoting.frame import (
     SERIALIZE_JSON,
     SERIALIZE_ROCKETMQ,
     Command,

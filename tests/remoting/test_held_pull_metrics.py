@@ -9,7 +9,7 @@ import re
 import urllib.request
 from pathlib import Path
 
-from mqstore.services.remoting import codes
+from mqstore.services.notifier.remoting import codes
 from tests.remoting.client import RemotingClient, records, send_header
 from tests.remoting.test_end_to_end import _held_pulls, pull_header
 from tests.remoting.up_process import mqstore_up

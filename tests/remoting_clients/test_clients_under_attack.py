@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from mqstore.services.remoting import codes
-from mqstore.services.remoting.frame import Command, encode
+from mqstore.services.notifier.remoting import codes
+from mqstore.services.notifier.remoting.frame import Command, encode
 from tests.remoting.client import heartbeat, properties, send_header
 from tests.remoting.up_process import mqstore_up
 from tests.remoting_clients.java_clients import JavaClients
