@@ -39,7 +39,7 @@ from typing import Any
 
 import uvloop
 
-from mqstore.services.up import START_ORDER, STOP_ORDER
+from mqstore.services.cli.up import START_ORDER, STOP_ORDER
 
 RESULTS_DIR = Path(os.environ.get("MQSTORE_BENCH_RESULTS_DIR")
                    or Path(__file__).resolve().parent / "results")

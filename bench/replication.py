@@ -70,7 +70,7 @@ def without_commit_on_demand(self, *args, **kwargs):
     self._commit_on_read = None
 replication.Replication.__init__ = without_commit_on_demand
 flush.CommitService.wake_if_rolled = lambda self, end_position: None
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 sys.exit(main(sys.argv[1:]))
 """
 """RocketMQ 4.9.4's pool: only the commit service's own pass (every commit_interval_ms, at

@@ -15,21 +15,20 @@
 `errors.py`.
 """
 
-from mqstore.services.common.wire import WireMessage as OutgoingMessage
-
-from .async_consumer import AsyncConsumer
-from .async_producer import AsyncProducer
-from .consumer import Consumer
-from .consumer_calls import ReceivedMessage
-from .errors import (
+from mqstore.client.async_consumer import AsyncConsumer
+from mqstore.client.async_producer import AsyncProducer
+from mqstore.client.consumer import Consumer
+from mqstore.client.consumer_calls import ReceivedMessage
+from mqstore.client.errors import (
     BadRequestError,
     DiskFullError,
     MqstoreError,
     ServerError,
     UnavailableError,
 )
-from .producer import Producer
-from .results import SendResult
+from mqstore.client.producer import Producer
+from mqstore.client.results import SendResult
+from mqstore.services.common.wire import WireMessage as OutgoingMessage
 
 __all__ = [
     "AsyncConsumer",

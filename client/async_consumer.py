@@ -18,14 +18,13 @@ from types import TracebackType
 
 import aiohttp
 
+from mqstore.client.backoff import Backoff
+from mqstore.client.calls import base_path
+from mqstore.client.consumer import DEFAULT_WAIT_MS
+from mqstore.client.consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
+from mqstore.client.errors import UnavailableError
+from mqstore.client.results import retry_after_s
 from mqstore.services.auth.http_signature import signer_for
-
-from .backoff import Backoff
-from .calls import base_path
-from .consumer import DEFAULT_WAIT_MS
-from .consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
-from .errors import UnavailableError
-from .results import retry_after_s
 
 RETRIED_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError)
 

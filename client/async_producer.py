@@ -15,13 +15,12 @@ from types import TracebackType
 
 import aiohttp
 
+from mqstore.client.backoff import Backoff
+from mqstore.client.calls import Call, base_path, batch_call, message_call
+from mqstore.client.errors import UnavailableError
+from mqstore.client.results import SendResult, retry_after_s
 from mqstore.services.auth.http_signature import signer_for
 from mqstore.services.common.wire import WireMessage
-
-from .backoff import Backoff
-from .calls import Call, base_path, batch_call, message_call
-from .errors import UnavailableError
-from .results import SendResult, retry_after_s
 
 _sleep = asyncio.sleep
 

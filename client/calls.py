@@ -12,20 +12,19 @@ import json
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from mqstore.services.common.wire import (
-    BATCH_MEDIA_TYPE,
-    RESULT_MEDIA_TYPE,
-    BatchCodec,
-    WireMessage,
-)
-
-from .errors import ServerError
-from .results import (
+from mqstore.client.errors import ServerError
+from mqstore.client.results import (
     SUCCESS_HTTP_STATUSES,
     SendResult,
     error_for,
     result_from_json,
     results_from_binary,
+)
+from mqstore.services.common.wire import (
+    BATCH_MEDIA_TYPE,
+    RESULT_MEDIA_TYPE,
+    BatchCodec,
+    WireMessage,
 )
 
 

@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from time import sleep as _sleep
 from urllib.parse import SplitResult
 
+from mqstore.client.backoff import Backoff
+from mqstore.client.errors import UnavailableError
+from mqstore.client.results import retry_after_s
 from mqstore.services.auth.http_signature import Signer
-
-from .backoff import Backoff
-from .errors import UnavailableError
-from .results import retry_after_s
 
 
 class RetryingConnection:

@@ -28,11 +28,10 @@ import time
 from collections.abc import Sequence
 from types import TracebackType
 
+from mqstore.client.calls import base_path
+from mqstore.client.connection import RetryingConnection
+from mqstore.client.consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
 from mqstore.services.auth.http_signature import signer_for
-
-from .calls import base_path
-from .connection import RetryingConnection
-from .consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
 
 DEFAULT_WAIT_MS = 5_000
 """How long a poll waits for new messages by default: short enough for a loop to notice a

@@ -16,8 +16,8 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import ServerError
-from .results import error_for
+from mqstore.client.errors import ServerError
+from mqstore.client.results import error_for
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

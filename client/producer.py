@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
+from mqstore.client.calls import Call, base_path, batch_call, message_call
+from mqstore.client.connection import RetryingConnection
+from mqstore.client.results import SendResult
 from mqstore.services.auth.http_signature import signer_for
 from mqstore.services.common.wire import WireMessage
-
-from .calls import Call, base_path, batch_call, message_call
-from .connection import RetryingConnection
-from .results import SendResult
 
 
 class Producer:

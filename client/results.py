@@ -6,15 +6,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mqstore.services.common.wire import ResultCodec, WireFormatError, msg_id
-
-from .errors import (
+from mqstore.client.errors import (
     BadRequestError,
     DiskFullError,
     MqstoreError,
     ServerError,
     UnavailableError,
 )
+from mqstore.services.common.wire import ResultCodec, WireFormatError, msg_id
 
 SUCCESS_HTTP_STATUSES = (200, 202)
 

@@ -6,8 +6,8 @@ import dataclasses
 import urllib.parse
 from typing import Any
 
-from .client import AdminClient
-from .endpoints import Endpoints
+from mqstore.services.admin.client import AdminClient
+from mqstore.services.admin.endpoints import Endpoints
 
 
 @dataclasses.dataclass(frozen=True)

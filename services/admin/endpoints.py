@@ -14,12 +14,11 @@ import ssl
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from mqstore.services.admin.client import AdminError
 from mqstore.services.common.config_file import load_config
 from mqstore.services.common.local_ports import UP_PORTS
 from mqstore.services.common.tls_settings import client_context
 from mqstore.storage import ConfigError
-
-from .client import AdminError
 
 DEFAULT_HOST = "127.0.0.1"
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .client import AdminError
-from .context import Admin, quoted
-from .output import Report, Table
+from mqstore.services.admin.client import AdminError
+from mqstore.services.admin.context import Admin, quoted
+from mqstore.services.admin.output import Report, Table
 
 
 def list_groups(admin: Admin) -> Report:

@@ -15,9 +15,9 @@ import base64
 import datetime
 from typing import Any
 
-from .client import AdminError
-from .context import Admin, quoted
-from .output import Report, Table
+from mqstore.services.admin.client import AdminError
+from mqstore.services.admin.context import Admin, quoted
+from mqstore.services.admin.output import Report, Table
 
 MSG_ID_HEX_LENGTHS = (32, 56)
 """IPv4: 8 + 8 bytes; IPv6: 20 + 8 bytes (hex: two digits a byte)."""

@@ -23,13 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mqstore.services.admin import groups, messages, status, topics
+from mqstore.services.admin.client import EXIT_FAILED, AdminClient, AdminError
+from mqstore.services.admin.context import Admin
+from mqstore.services.admin.endpoints import find_endpoints
+from mqstore.services.admin.output import OUTPUTS, Report, show
 from mqstore.services.auth.http_signature import signer_for
-
-from . import groups, messages, status, topics
-from .client import EXIT_FAILED, AdminClient, AdminError
-from .context import Admin
-from .endpoints import find_endpoints
-from .output import OUTPUTS, Report, show
 
 EXIT_INTERRUPTED = 130
 """The shell's code for a command ended by SIGINT (128 + 2)."""
@@ -45,7 +44,7 @@ if TYPE_CHECKING:  # argparse's class is generic only to the type checker
 
 
 def add_admin(commands: SubParsers) -> None:
-    """Register `mqstore admin` on the CLI's subcommands (services/cli.py)."""
+    """Register `mqstore admin` on the CLI's subcommands (services/cli/command.py)."""
     admin = commands.add_parser(
         "admin", help="administer running services: topics, groups, messages, status "
                       "(see mqstore admin -h; docs/admin.md)",

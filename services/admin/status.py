@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .client import AdminError
-from .context import Admin
-from .output import Report, Table
+from mqstore.services.admin.client import AdminError
+from mqstore.services.admin.context import Admin
+from mqstore.services.admin.output import Report, Table
 
 DETAILS = {"writer": "/v1/replication", "indexer": "/v1/status"}
 SHOWN = {"writer": ("role", "written_position", "replicated_position", "lag_bytes"),

@@ -11,9 +11,9 @@ A queue's size is its message count, max_offset - min_offset: the offsets retent
 
 from __future__ import annotations
 
-from .client import AdminError
-from .context import Admin, quoted
-from .output import Report, Table
+from mqstore.services.admin.client import AdminError
+from mqstore.services.admin.context import Admin, quoted
+from mqstore.services.admin.output import Report, Table
 
 
 def list_topics(admin: Admin) -> Report:

@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
+from mqstore.services.auth.permissions import UsersFileError
+from mqstore.services.auth.users import Users
+from mqstore.services.auth.users_file import load_users
 from mqstore.services.common.auth_settings import AuthSettings
-
-from .permissions import UsersFileError
-from .users import Users
-from .users_file import load_users
 
 
 def users_of(settings: AuthSettings) -> Users | None:

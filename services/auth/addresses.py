@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 
-from .permissions import UsersFileError
+from mqstore.services.auth.permissions import UsersFileError
 
 Matcher = Callable[[str], bool]
 

@@ -25,9 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from mqstore.services.common.http import Handler, ServiceError
-
-from .http_signature import (
+from mqstore.services.auth.http_signature import (
     ACCESS_KEY_HEADER,
     CONTENT_SHA256_HEADER,
     SCHEME,
@@ -37,8 +35,9 @@ from .http_signature import (
     signature,
     string_to_sign,
 )
-from .permissions import ADMIN, Need
-from .users import Account, Users
+from mqstore.services.auth.permissions import ADMIN, Need
+from mqstore.services.auth.users import Account, Users
+from mqstore.services.common.http import Handler, ServiceError
 
 Rule = Callable[[web.Request], list[Need]] | None
 """What a route needs, from its path and query; None: open to anyone."""

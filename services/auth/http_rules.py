@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .http_access import RouteRules
-from .permissions import ADMIN, Need, Perm, group, topic
+from mqstore.services.auth.http_access import RouteRules
+from mqstore.services.auth.permissions import ADMIN, Need, Perm, group, topic
 
 OPEN: RouteRules = {("GET", "/healthz"): None, ("GET", "/readyz"): None,
                     ("GET", "/metrics"): None, ("GET", "/openapi.json"): None}

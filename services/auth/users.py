@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from .addresses import Matcher
-from .permissions import RETRY_PREFIX, Need, Perm, is_system_topic
+from mqstore.services.auth.addresses import Matcher
+from mqstore.services.auth.permissions import RETRY_PREFIX, Need, Perm, is_system_topic
 
 
 @dataclasses.dataclass(frozen=True)

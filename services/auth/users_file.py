@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
-from .addresses import compile_pattern
-from .permissions import Perm, UsersFileError, parse_perm
-from .users import Account, Users
+from mqstore.services.auth.addresses import compile_pattern
+from mqstore.services.auth.permissions import Perm, UsersFileError, parse_perm
+from mqstore.services.auth.users import Account, Users
 
 KEY_LENGTH_MIN = 7
 """RocketMQ refuses access and secret keys of 6 characters or fewer."""

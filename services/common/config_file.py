@@ -28,16 +28,20 @@ from typing import Any
 
 import yaml
 
+from mqstore.services.common.auth_settings import AuthSettings
+from mqstore.services.common.config_values import field_types, from_yaml
+from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.replication_settings import ReplicationSettings, check_role
+from mqstore.services.common.service_settings import (
+    IndexerSettings,
+    NotifierSettings,
+    ServiceSettings,
+    WriterSettings,
+)
+from mqstore.services.common.tls_settings import TlsSettings
+from mqstore.services.common.topics_settings import TopicsSettings
 from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
-
-from .auth_settings import AuthSettings
-from .config_values import field_types, from_yaml
-from .remoting_settings import RemotingSettings
-from .replication_settings import ReplicationSettings, check_role
-from .service_settings import IndexerSettings, NotifierSettings, ServiceSettings, WriterSettings
-from .tls_settings import TlsSettings
-from .topics_settings import TopicsSettings
 
 __all__ = ["ENV_DATA_DIR", "SECTIONS", "IndexerSettings", "NotifierSettings", "ServiceConfig",
            "ServiceSettings", "WriterSettings", "load_config"]

@@ -40,7 +40,7 @@ import secrets
 import struct
 from pathlib import Path
 
-from .framing import FramedStream, TransportError, framed
+from mqstore.services.common.framing import FramedStream, TransportError, framed
 
 SECRET_FILE_NAME = "forward-secret"
 SECRET_SIZE_BYTES = 32

@@ -35,7 +35,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from .wire import STATUS_CODES, STATUS_NAMES, WireFormatError
+from mqstore.services.common.wire import STATUS_CODES, STATUS_NAMES, WireFormatError
 
 REQUEST_HEAD = struct.Struct(">IIBiiiqiBHIH")
 ANSWER_HEAD = struct.Struct(">IIBII")

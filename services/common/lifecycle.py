@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
-from .config_file import ServiceSettings
-from .http_server import GuardedRunner
+from mqstore.services.common.config_file import ServiceSettings
+from mqstore.services.common.http_server import GuardedRunner
 
 
 async def first_signal() -> int:

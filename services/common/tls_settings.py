@@ -24,9 +24,8 @@ from __future__ import annotations
 import dataclasses
 import ssl
 
+from mqstore.services.common.replication_settings import is_loopback
 from mqstore.storage import ConfigError
-
-from .replication_settings import is_loopback
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -31,10 +31,9 @@ from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import IndexerSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.services.common.metrics import CounterSpec, GaugeSpec, new_registry
+from mqstore.services.indexer.notices import NoticeHub
+from mqstore.services.indexer.openapi import indexer_openapi
 from mqstore.storage.dispatch.indexer import Indexer
-
-from .notices import NoticeHub
-from .openapi import indexer_openapi
 
 log = logging.getLogger("mqstore.indexer")
 

@@ -20,10 +20,9 @@ from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.services.common.tls_settings import server_context
+from mqstore.services.indexer.app import STATE, create_app
+from mqstore.services.indexer.notices import NoticeHub
 from mqstore.storage.dispatch.indexer import Indexer
-
-from .app import STATE, create_app
-from .notices import NoticeHub
 
 log = logging.getLogger("mqstore.indexer")
 

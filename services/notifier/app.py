@@ -42,18 +42,17 @@ from mqstore.services.common.http_bodies import (
     body_size_middleware,
 )
 from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.notifier.answers import behind_bytes_max
+from mqstore.services.notifier.handlers import NotifierHandlers
+from mqstore.services.notifier.held import HeldPulls
+from mqstore.services.notifier.metrics import NotifierMetrics
+from mqstore.services.notifier.notices import NoticeFeed, NoticeStream, notice_signer, refresh_loop
+from mqstore.services.notifier.openapi import notifier_openapi
+from mqstore.services.notifier.pulls import Puller
 from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.topic_admin import TopicAdmin
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
-
-from .answers import behind_bytes_max
-from .handlers import NotifierHandlers
-from .held import HeldPulls
-from .metrics import NotifierMetrics
-from .notices import NoticeFeed, NoticeStream, notice_signer, refresh_loop
-from .openapi import notifier_openapi
-from .pulls import Puller
-from .topic_admin import TopicAdmin
 
 if TYPE_CHECKING:  # the front imports the notifier's held pulls: no import cycle at run time
     from mqstore.services.notifier.remoting.service import RemotingFront

@@ -17,6 +17,24 @@ from mqstore.services.auth.permissions import Perm
 from mqstore.services.auth.permissions import topic as need_topic
 from mqstore.services.common.config_file import NotifierSettings
 from mqstore.services.common.http import ServiceError, json_response
+from mqstore.services.notifier.answers import message_json
+from mqstore.services.notifier.held import HeldPullsClientFullError, HeldPullsFullError
+from mqstore.services.notifier.metrics import STATUS_KEY, held_marker
+from mqstore.services.notifier.pulls import Puller, committed_or_min
+from mqstore.services.notifier.requests import (
+    DEFAULT_MAX_MESSAGES,
+    TIMESTAMP_MS_MAX,
+    bad_request,
+    check_group,
+    check_topic,
+    json_int,
+    offsets_of,
+    parse_int,
+    query_int,
+    queue_id_of,
+    read_json_object,
+    tags_of,
+)
 from mqstore.storage import (
     CorruptRecordError,
     GetStatus,
@@ -32,25 +50,6 @@ from mqstore.storage.files.consumer_offsets import (
     OffsetsLockTimeoutError,
 )
 from mqstore.storage.reads.store_view import StoreView
-
-from .answers import message_json
-from .held import HeldPullsClientFullError, HeldPullsFullError
-from .metrics import STATUS_KEY, held_marker
-from .pulls import Puller, committed_or_min
-from .requests import (
-    DEFAULT_MAX_MESSAGES,
-    TIMESTAMP_MS_MAX,
-    bad_request,
-    check_group,
-    check_topic,
-    json_int,
-    offsets_of,
-    parse_int,
-    query_int,
-    queue_id_of,
-    read_json_object,
-    tags_of,
-)
 
 POLL_FIELDS = frozenset({"max_messages", "wait_ms", "tags", "offsets"})
 COMMIT_FIELDS = frozenset({"topic", "offsets", "reset"})

@@ -30,9 +30,8 @@ from mqstore.services.common.metrics import (
     new_registry,
     timing_middleware,
 )
+from mqstore.services.notifier.held import CAUSES, HeldPulls
 from mqstore.storage.reads.store_view import StoreView
-
-from .held import CAUSES, HeldPulls
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
                      2.5, 5.0, 10.0, 15.0, 30.0, 60.0)

@@ -36,11 +36,10 @@ from mqstore.services.auth.http_signature import Signer
 from mqstore.services.auth.users import Users
 from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.notifier.held import NOTICE, REFRESH, HeldPulls
+from mqstore.services.notifier.metrics import NotifierMetrics
 from mqstore.storage import ConfigError, StoreError
 from mqstore.storage.reads.store_view import StoreView
-
-from .held import NOTICE, REFRESH, HeldPulls
-from .metrics import NotifierMetrics
 
 log = logging.getLogger("mqstore.notifier")
 

@@ -12,12 +12,8 @@ from typing import Any
 
 from mqstore.services.common import openapi
 from mqstore.services.common.config_file import NotifierSettings, WriterSettings
-from mqstore.storage import GetStatus, StoreConfig
-from mqstore.storage.files import consumer_offsets as offsets_module
-from mqstore.storage.files.consumer_offsets import GROUP_NAME_BYTES_MAX, OFFSET_MAX, QUEUE_ID_MAX
-
-from . import pulls, requests
-from .requests import (
+from mqstore.services.notifier import pulls, requests
+from mqstore.services.notifier.requests import (
     DEFAULT_MAX_MESSAGES,
     KEY_PATTERN,
     TAG_FILTER_PATTERN,
@@ -25,6 +21,9 @@ from .requests import (
     TAGS_MAX,
     TIMESTAMP_MS_MAX,
 )
+from mqstore.storage import GetStatus, StoreConfig
+from mqstore.storage.files import consumer_offsets as offsets_module
+from mqstore.storage.files.consumer_offsets import GROUP_NAME_BYTES_MAX, OFFSET_MAX, QUEUE_ID_MAX
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                "schema": {"type": "string"}}}

@@ -30,12 +30,11 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from mqstore.services.notifier.answers import message_json, pull_json, suggest_follower
+from mqstore.services.notifier.held import SHUTDOWN, HeldPulls
+from mqstore.services.notifier.metrics import NotifierMetrics
 from mqstore.storage import GetResult, GetStatus
 from mqstore.storage.reads.store_view import StoreView
-
-from .answers import message_json, pull_json, suggest_follower
-from .held import SHUTDOWN, HeldPulls
-from .metrics import NotifierMetrics
 
 HOLD_STATUSES = frozenset({GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE})
 """A reader that is caught up: only new data can change the answer (RocketMQ PULL_NOT_FOUND

@@ -22,13 +22,12 @@ from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.common.tls_settings import client_context, server_context
+from mqstore.services.notifier.app import create_app
 from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.storage import ConfigError
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
-
-from .app import create_app
 
 log = logging.getLogger("mqstore.notifier")
 

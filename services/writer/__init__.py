@@ -4,7 +4,7 @@
 `run_writer(config)` is the process (`mqstore writer --config FILE`).
 """
 
-from .app import create_app
-from .run import run_writer
+from mqstore.services.writer.app import create_app
+from mqstore.services.writer.run import run_writer
 
 __all__ = ["create_app", "run_writer"]

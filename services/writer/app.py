@@ -24,15 +24,14 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import add_common_routes, error_middleware, json_response
 from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
 from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.writer.admission import Admission
+from mqstore.services.writer.handlers import WriterHandlers
+from mqstore.services.writer.metrics import WriterMetrics
+from mqstore.services.writer.openapi import writer_openapi
+from mqstore.services.writer.replication_follower import ReplicationClient
+from mqstore.services.writer.replication_status import replication_status
+from mqstore.services.writer.topic_gate import TopicGate
 from mqstore.storage import MessageStore
-
-from .admission import Admission
-from .handlers import WriterHandlers
-from .metrics import WriterMetrics
-from .openapi import writer_openapi
-from .replication_follower import ReplicationClient
-from .replication_status import replication_status
-from .topic_gate import TopicGate
 
 log = logging.getLogger("mqstore.writer")
 

@@ -49,9 +49,8 @@ from mqstore.services.common.forward_wire import (
 from mqstore.services.common.framing import FramedStream, FrameLimits
 from mqstore.services.common.topic_rules import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
+from mqstore.services.writer.handlers import WriterHandlers
 from mqstore.storage import Message, PutStatus
-
-from .handlers import WriterHandlers
 
 log = logging.getLogger("mqstore.writer")
 

@@ -32,19 +32,18 @@ from mqstore.services.common.wire import (
     ResultCodec,
     WireFormatError,
 )
-from mqstore.storage import BrokerRole, Message, MessageStore, PutResult, PutStatus
-
-from .completions import LoopCompletions
-from .metrics import WriterMetrics
-from .requests import (
+from mqstore.services.writer.completions import LoopCompletions
+from mqstore.services.writer.metrics import WriterMetrics
+from mqstore.services.writer.requests import (
     MessageRules,
     bad_request,
     read_json,
     require_media_type,
     wire_message_from_json,
 )
-from .statuses import SUCCESS_HTTP_STATUS, follower_refusal, refusal
-from .topic_gate import TopicGate
+from mqstore.services.writer.statuses import SUCCESS_HTTP_STATUS, follower_refusal, refusal
+from mqstore.services.writer.topic_gate import TopicGate
+from mqstore.storage import BrokerRole, Message, MessageStore, PutResult, PutStatus
 
 NOT_SYNCED_NOTE = ("written and readable, but its sync was not confirmed in time: durability "
                    "NOT confirmed")

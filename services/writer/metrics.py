@@ -49,12 +49,11 @@ from mqstore.services.common.metrics import (
     new_registry,
     timing_middleware,
 )
+from mqstore.services.writer.admission import Admission
+from mqstore.services.writer.replication_follower import ReplicationClient
+from mqstore.services.writer.replication_status import replication_gauges
 from mqstore.storage import MessageStore, PutStatus, RecoveryMode
 from mqstore.storage.log.retention import disk_usage_bytes, disk_used_ratio
-
-from .admission import Admission
-from .replication_follower import ReplicationClient
-from .replication_status import replication_gauges
 
 LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                      0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

@@ -18,11 +18,15 @@ from mqstore.services.common.wire import (
     BatchCodec,
     ResultCodec,
 )
+from mqstore.services.writer import replication_status, statuses
+from mqstore.services.writer.requests import (
+    BASE64_PATTERN,
+    KEY_PATTERN,
+    RESERVED_PROPERTIES,
+    TEXT_PATTERN,
+)
 from mqstore.storage import StoreConfig
 from mqstore.storage.format.padding import PADDING_TOPIC
-
-from . import replication_status, statuses
-from .requests import BASE64_PATTERN, KEY_PATTERN, RESERVED_PROPERTIES, TEXT_PATTERN
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                "schema": {"type": "string"}}}

@@ -27,9 +27,7 @@ import time
 import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
-from mqstore.storage import MessageStore, SegmentCreateError, StoreError
-
-from .replication_handshake import (
+from mqstore.services.writer.replication_handshake import (
     HELLO,
     MASTER_PROOF,
     HandshakeError,
@@ -37,7 +35,8 @@ from .replication_handshake import (
     decode_hello,
     follower_answer,
 )
-from .replication_protocol import FrameReader, ProtocolError, encode_report
+from mqstore.services.writer.replication_protocol import FrameReader, ProtocolError, encode_report
+from mqstore.storage import MessageStore, SegmentCreateError, StoreError
 
 log = logging.getLogger("mqstore.writer.replication")
 

@@ -35,17 +35,20 @@ import time
 import typing
 
 from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
-from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
-from mqstore.storage.replication.follower_sync import FollowerPositions
-
-from .replication_handshake import (
+from mqstore.services.writer.replication_handshake import (
     FOLLOWER_PROOF,
     HandshakeError,
     check_follower,
     encode_hello,
     new_nonce,
 )
-from .replication_protocol import ProtocolError, ReportReader, encode_frame_head
+from mqstore.services.writer.replication_protocol import (
+    ProtocolError,
+    ReportReader,
+    encode_frame_head,
+)
+from mqstore.storage import ConfigError, MessageStore, ReplicationGapError
+from mqstore.storage.replication.follower_sync import FollowerPositions
 
 log = logging.getLogger("mqstore.writer.replication")
 

@@ -37,9 +37,8 @@ from __future__ import annotations
 from typing import Any
 
 from mqstore.services.common.metrics import GaugeSpec, GaugeValue
+from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.storage import BrokerRole, MessageStore
-
-from .replication_follower import ReplicationClient
 
 
 def replication_status(store: MessageStore, client: ReplicationClient | None) -> dict[str, Any]:

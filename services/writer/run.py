@@ -25,12 +25,11 @@ from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.services.common.tls_settings import client_context, server_context
+from mqstore.services.writer.app import HANDLERS, STATE, create_app
+from mqstore.services.writer.forward_server import ForwardServer
+from mqstore.services.writer.replication_follower import ReplicationClient
+from mqstore.services.writer.replication_master import ReplicationServer
 from mqstore.storage import BrokerRole, ConfigError, MessageStore, StoreConfig
-
-from .app import HANDLERS, STATE, create_app
-from .forward_server import ForwardServer
-from .replication_follower import ReplicationClient
-from .replication_master import ReplicationServer
 
 log = logging.getLogger("mqstore.writer")
 

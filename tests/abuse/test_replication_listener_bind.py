@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mqstore.services.up import Supervisor, UpOptions
+from mqstore.services.cli.up import Supervisor, UpOptions
 from tests.abuse.transport_sockets import listening_addresses
 from tests.integration.three_services import free_ports
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from mqstore.services.up import Supervisor, UpOptions
+from mqstore.services.cli.up import Supervisor, UpOptions
 from mqstore.services.writer.replication_handshake import HELLO, MAGIC
 from mqstore.services.writer.replication_protocol import encode_report
 from tests.abuse.transport_sockets import listening_addresses

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mqstore.services.up import replication_secret
+from mqstore.services.cli.up import replication_secret
 from tests.integration.three_services import SMALL_STORE, free_ports
 from tests.processes import MQSTORE
 

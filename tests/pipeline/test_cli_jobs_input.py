@@ -13,7 +13,7 @@ import pytest
 import mqstore.pipeline.cli as pipeline_cli
 from mqstore.pipeline import job_stats, session
 from mqstore.pipeline.job_stats import QueueStats
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 
 ROW = QueueStats(topic="Orders", queue_id=1, messages=3, body_bytes=30, record_bytes=400,
                  first_store_ms=1_764_000_000_123, last_store_ms=1_764_000_060_007,

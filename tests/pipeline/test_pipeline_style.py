@@ -28,7 +28,7 @@ def test_file_and_function_lengths(path: Path) -> None:
 
 
 def test_the_command_line_imports_pyspark_only_for_pipeline_jobs() -> None:
-    probe = ("import sys; from mqstore.services.cli import _parser; _parser(); "
+    probe = ("import sys; from mqstore.services.cli.command import _parser; _parser(); "
              "print('pyspark' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True, cwd="/")

@@ -10,7 +10,7 @@ import pytest
 
 from mqstore.pipeline.job_export import export
 from mqstore.pipeline.job_stats import queue_stats
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 from mqstore.storage import StoredMessage
 
 from .conftest import SEGMENT_BYTES, sample_messages, store_config, write_store

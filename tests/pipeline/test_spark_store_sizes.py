@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mqstore.pipeline.job_export import export
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 from mqstore.storage import MessageStore
 
 

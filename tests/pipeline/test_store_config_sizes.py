@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.pipeline.store_config import store_config_from_options
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 from mqstore.storage import Message, MessageStore, StoreConfig
 from mqstore.storage.files.index_file import index_file_size_bytes
 from mqstore.storage.store_sizes import EMBEDDED_SEGMENT_SIZE_BYTES

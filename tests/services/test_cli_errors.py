@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.cli import _parser, main
+from mqstore.services.cli.command import _parser, main
 from mqstore.storage import Message, MessageStore
 from tests.conftest import small_config
 from tests.processes import MQSTORE

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 from mqstore.storage import Message, MessageStore, StoreConfig
 
 SEGMENT_BYTES = 1 << 20

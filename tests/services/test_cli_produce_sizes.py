@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 from mqstore.storage import Message, MessageStore
 from tests.conftest import small_config
 

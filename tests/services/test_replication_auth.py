@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from mqstore.services.cli.up import Supervisor, UpOptions
 from mqstore.services.common.replication_settings import (
     ReplicationSettings,
     is_loopback,
     load_secret,
 )
-from mqstore.services.up import Supervisor, UpOptions
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_handshake import (
     FOLLOWER_PROOF,

@@ -1,5 +1,5 @@
 """`mqstore up` never leaves its services behind, whatever ends it, and says "up" only when
-its own services answer (services/up.py).
+its own services answer (services/cli/up.py).
 
 Each test starts a real `up` (three services on a small store and free ports), ends it one
 way, then waits until no child is alive (bounded, generous: the machine is shared) and checks
@@ -218,7 +218,7 @@ class _OtherService(http.server.BaseHTTPRequestHandler):
 def test_ready_only_when_its_own_child_answers(tmp_path: Path) -> None:
     """The port answered /readyz, but not from the child `up` started: that is a port in use
     (exit 2), never "up" (a user's sends would go to another store)."""
-    from mqstore.services.up import Child, Supervisor, UpError, UpOptions  # noqa: PLC0415
+    from mqstore.services.cli.up import Child, Supervisor, UpError, UpOptions  # noqa: PLC0415
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OtherService)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     ports = {"writer": server.server_address[1], **free_ports(("indexer", "notifier"))}

@@ -59,10 +59,9 @@ from mqstore.services.auth.addresses import host_of
 from mqstore.services.auth.permissions import ADMIN, Need, Perm, group, topic
 from mqstore.services.auth.remoting_signature import ACCESS_KEY, signature_matches
 from mqstore.services.auth.users import Users
-
-from . import bodies, codes, headers
-from .codes import NO_PERMISSION, RemotingError
-from .frame import Command
+from mqstore.services.notifier.remoting import bodies, codes, headers
+from mqstore.services.notifier.remoting.codes import NO_PERMISSION, RemotingError
+from mqstore.services.notifier.remoting.frame import Command
 
 NeedsOf = Callable[[Command], list[Need]]
 ClientGroups = Callable[[str], Iterable[str]]

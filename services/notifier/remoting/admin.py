@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from . import bodies, headers
-from .bodies import MessageQueue, QueueKeyed
-from .codes import (
+from mqstore.services.notifier.remoting import bodies, headers
+from mqstore.services.notifier.remoting.bodies import MessageQueue, QueueKeyed
+from mqstore.services.notifier.remoting.codes import (
     FLAG_ONEWAY,
     RESET_CONSUMER_CLIENT_OFFSET,
     SUCCESS,
@@ -21,11 +21,11 @@ from .codes import (
     TOPIC_NOT_EXIST,
     RemotingError,
 )
-from .context import Front, Peer
-from .frame import Command
-from .offset_table import OffsetCommitError
-from .offsets import store_time_at
-from .topics import PERM_READ_WRITE, TopicConfig
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.offset_table import OffsetCommitError
+from mqstore.services.notifier.remoting.offsets import store_time_at
+from mqstore.services.notifier.remoting.topics import PERM_READ_WRITE, TopicConfig
 
 STARTED_MS = int(time.time() * 1000)
 

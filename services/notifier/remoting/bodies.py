@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .codes import SUBSCRIPTION_PARSE_FAILED, RemotingError
+from mqstore.services.notifier.remoting.codes import SUBSCRIPTION_PARSE_FAILED, RemotingError
 
 
 class MessageQueue(NamedTuple):

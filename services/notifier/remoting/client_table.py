@@ -23,8 +23,8 @@ import dataclasses
 import time
 from typing import Any, TypeVar
 
-from .bodies import MessageQueue
-from .codes import SYSTEM_BUSY, RemotingError
+from mqstore.services.notifier.remoting.bodies import MessageQueue
+from mqstore.services.notifier.remoting.codes import SYSTEM_BUSY, RemotingError
 
 LockKey = tuple[str, MessageQueue]
 """(consumer group, queue)."""

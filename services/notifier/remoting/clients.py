@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import bodies, headers
-from .bodies import MessageQueue
-from .client_table import ClientEntry, Subscription, now_ms
-from .codes import (
+from mqstore.services.notifier.remoting import bodies, headers
+from mqstore.services.notifier.remoting.bodies import MessageQueue
+from mqstore.services.notifier.remoting.client_table import ClientEntry, Subscription, now_ms
+from mqstore.services.notifier.remoting.codes import (
     CONSUMER_NOT_ONLINE,
     FLAG_ONEWAY,
     NOTIFY_CONSUMER_IDS_CHANGED,
@@ -22,8 +22,8 @@ from .codes import (
     SYSTEM_ERROR,
     RemotingError,
 )
-from .context import Front, Peer
-from .frame import Command
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
 
 
 async def heartbeat(front: Front, request: Command, peer: Peer) -> Command:

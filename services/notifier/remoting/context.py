@@ -15,16 +15,15 @@ from collections.abc import Awaitable, Callable
 from mqstore.services.common.queue_choice import RoundRobinQueues
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
+from mqstore.services.notifier.remoting.access import RemotingAccess
+from mqstore.services.notifier.remoting.client_table import ClientTable
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.offset_table import OffsetTable
+from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage import StoreConfig
 from mqstore.storage.format.hosts import parse_host
 from mqstore.storage.reads.store_view import StoreView
-
-from .access import RemotingAccess
-from .client_table import ClientTable
-from .frame import Command
-from .offset_table import OffsetTable
-from .topics import TopicTable
-from .writer_link import WriterLink
 
 
 @dataclasses.dataclass(frozen=True)

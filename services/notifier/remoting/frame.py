@@ -31,7 +31,13 @@ import dataclasses
 import json
 import struct
 
-from .codes import FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE_CODES, LANGUAGES, SERVER_VERSION
+from mqstore.services.notifier.remoting.codes import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    LANGUAGE_CODES,
+    LANGUAGES,
+    SERVER_VERSION,
+)
 
 SERIALIZE_JSON = 0
 SERIALIZE_ROCKETMQ = 1

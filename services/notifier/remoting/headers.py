@@ -9,8 +9,8 @@ it up, stores it or echoes it.
 
 from __future__ import annotations
 
-from .codes import SYSTEM_ERROR, RemotingError
-from .frame import Command
+from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError
+from mqstore.services.notifier.remoting.frame import Command
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

@@ -8,11 +8,16 @@ which the client applies its `consumeFromWhere` (GET_MAX_OFFSET, 0, or a time se
 
 from __future__ import annotations
 
-from . import headers
-from .codes import QUERY_NOT_FOUND, SUCCESS, SYSTEM_ERROR, RemotingError
-from .context import Front, Peer
-from .frame import Command
-from .offset_table import OffsetCommitError
+from mqstore.services.notifier.remoting import headers
+from mqstore.services.notifier.remoting.codes import (
+    QUERY_NOT_FOUND,
+    SUCCESS,
+    SYSTEM_ERROR,
+    RemotingError,
+)
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.offset_table import OffsetCommitError
 
 
 async def query_consumer_offset(front: Front, request: Command, peer: Peer) -> Command:

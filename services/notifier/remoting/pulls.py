@@ -30,10 +30,8 @@ import logging
 
 from mqstore.services.notifier.held import HeldPullsClientFullError, HeldPullsFullError
 from mqstore.services.notifier.pulls import long_poll
-from mqstore.storage import GetResult, GetStatus, SubscriptionExpressionError, parse_tags
-
-from . import headers
-from .codes import (
+from mqstore.services.notifier.remoting import headers
+from mqstore.services.notifier.remoting.codes import (
     INVALID_PARAMETER,
     PULL_NOT_FOUND,
     PULL_OFFSET_MOVED,
@@ -44,9 +42,10 @@ from .codes import (
     SYSTEM_ERROR,
     RemotingError,
 )
-from .context import Front, Peer
-from .frame import Command
-from .offset_table import OffsetCommitError
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.offset_table import OffsetCommitError
+from mqstore.storage import GetResult, GetStatus, SubscriptionExpressionError, parse_tags
 
 log = logging.getLogger("mqstore.remoting")
 

@@ -4,12 +4,16 @@ commit log position inside an offset msg id).  Both answer whole records as stor
 
 from __future__ import annotations
 
+from mqstore.services.notifier.remoting import headers
+from mqstore.services.notifier.remoting.codes import (
+    QUERY_NOT_FOUND,
+    SUCCESS,
+    SYSTEM_ERROR,
+    RemotingError,
+)
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
 from mqstore.storage import CorruptRecordError, NoRecordError
-
-from . import headers
-from .codes import QUERY_NOT_FOUND, SUCCESS, SYSTEM_ERROR, RemotingError
-from .context import Front, Peer
-from .frame import Command
 
 UNIQUE_KEY_QUERY_RESULTS_MAX = 32
 """A query by message id (`_UNIQUE_KEY_QUERY=true`) answers at most this many, as RocketMQ's

@@ -10,12 +10,11 @@ clients parse both).
 from __future__ import annotations
 
 from mqstore.services.common.topic_rules import RETRY_PREFIX
-
-from . import bodies, headers
-from .codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError
-from .context import Front, Peer
-from .frame import Command
-from .topics import TopicConfig
+from mqstore.services.notifier.remoting import bodies, headers
+from mqstore.services.notifier.remoting.codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.topics import TopicConfig
 
 
 def broker_data(front: Front) -> dict[str, object]:

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from . import admin, clients, codes, offsets, pulls, queries, route, send
-from .context import Handler
+from mqstore.services.notifier.remoting import (
+    admin,
+    clients,
+    codes,
+    offsets,
+    pulls,
+    queries,
+    route,
+    send,
+)
+from mqstore.services.notifier.remoting.context import Handler
 
 HANDLERS: dict[int, Handler] = {
     # name server

@@ -23,10 +23,8 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 from __future__ import annotations
 
 from mqstore.services.common.forward_wire import KIND_BATCH, KIND_SINGLE, ForwardRequest
-from mqstore.storage.format.message import offset_msg_id
-
-from . import headers
-from .codes import (
+from mqstore.services.notifier.remoting import headers
+from mqstore.services.notifier.remoting.codes import (
     FLUSH_DISK_TIMEOUT,
     FLUSH_SLAVE_TIMEOUT,
     MESSAGE_ILLEGAL,
@@ -39,9 +37,10 @@ from .codes import (
     TOPIC_NOT_EXIST,
     RemotingError,
 )
-from .context import Front, Peer
-from .frame import Command
-from .topics import TopicConfig
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.topics import TopicConfig
+from mqstore.storage.format.message import offset_msg_id
 
 STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
                 "FLUSH_SLAVE_TIMEOUT": FLUSH_SLAVE_TIMEOUT,

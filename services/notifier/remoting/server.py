@@ -39,12 +39,11 @@ import ssl
 
 from mqstore.services.common.framing import FramedStream, FrameLimits
 from mqstore.services.common.remoting_settings import RemotingSettings
-
-from .clients import notify_group_changed
-from .codes import SYSTEM_ERROR, RemotingError, not_supported
-from .context import Front, Peer
-from .frame import Command, FrameError, decode, encode
-from .routing import HANDLERS
+from mqstore.services.notifier.remoting.clients import notify_group_changed
+from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError, not_supported
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command, FrameError, decode, encode
+from mqstore.services.notifier.remoting.routing import HANDLERS
 
 log = logging.getLogger("mqstore.remoting")
 

@@ -24,17 +24,16 @@ from mqstore.services.common.forward_secret import secret_path
 from mqstore.services.common.queue_choice import RoundRobinQueues
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.held import HeldPulls
+from mqstore.services.notifier.remoting.access import RemotingAccess
+from mqstore.services.notifier.remoting.client_table import ClientTable
+from mqstore.services.notifier.remoting.context import Front
+from mqstore.services.notifier.remoting.offset_table import OffsetTable
+from mqstore.services.notifier.remoting.routing import HANDLERS
+from mqstore.services.notifier.remoting.server import RemotingServer
+from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
-
-from .access import RemotingAccess
-from .client_table import ClientTable
-from .context import Front
-from .offset_table import OffsetTable
-from .routing import HANDLERS
-from .server import RemotingServer
-from .topics import TopicTable
-from .writer_link import WriterLink
 
 log = logging.getLogger("mqstore.remoting")
 

@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mqstore.services.common.topic_rules import AUTO_CREATE_TOPIC, RETRY_PREFIX, is_system_topic
+from mqstore.services.notifier.remoting.codes import (
+    MESSAGE_ILLEGAL,
+    SYSTEM_ERROR,
+    TOPIC_NOT_EXIST,
+    RemotingError,
+)
 from mqstore.storage import TopicNameError, validate_topic
 from mqstore.storage.files.topics_file import (
     PERM_INHERIT,
@@ -27,8 +33,6 @@ from mqstore.storage.files.topics_file import (
     TopicEntry,
     TopicsFile,
 )
-
-from .codes import MESSAGE_ILLEGAL, SYSTEM_ERROR, TOPIC_NOT_EXIST, RemotingError
 
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 

@@ -32,8 +32,7 @@ from mqstore.services.common.forward_wire import (
 from mqstore.services.common.framing import FramedStream, FrameLimits
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.common.wire import WireFormatError
-
-from .codes import SYSTEM_BUSY, SYSTEM_ERROR, RemotingError
+from mqstore.services.notifier.remoting.codes import SYSTEM_BUSY, SYSTEM_ERROR, RemotingError
 
 log = logging.getLogger("mqstore.remoting")
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mqstore.services.auth import load_users
-from mqstore.services.cli import main
+from mqstore.services.cli.command import main
 from mqstore.services.common.auth_settings import AuthSettings
 from mqstore.services.common.config_file import IndexerSettings, WriterSettings
 from mqstore.services.common.topics_settings import TopicsSettings

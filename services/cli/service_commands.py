@@ -12,7 +12,7 @@ import errno
 from collections.abc import Callable
 from pathlib import Path
 
-from mqstore.services.cli_options import UsageError, add_command
+from mqstore.services.cli.options import UsageError, add_command
 from mqstore.services.common.local_ports import UP_PORTS
 from mqstore.storage import StoreLockedError
 
@@ -114,7 +114,7 @@ def _port(text: str) -> int:
 
 
 def _up(arguments: argparse.Namespace) -> int:
-    from mqstore.services.up import UpError, UpOptions, run_up  # noqa: PLC0415 (no aiohttp)
+    from mqstore.services.cli.up import UpError, UpOptions, run_up  # noqa: PLC0415 (no aiohttp)
 
     ports = {name: getattr(arguments, f"{name}_port") for name in UP_PORTS}
     if len(set(ports.values())) != len(ports):

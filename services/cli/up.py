@@ -52,7 +52,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from mqstore.services.cli_options import discard_stdout
+from mqstore.services.cli.options import discard_stdout
 from mqstore.services.common.config_file import ENV_DATA_DIR, NotifierSettings, load_config
 from mqstore.services.common.parent_death import ENV_PARENT_PID
 from mqstore.services.common.tls_settings import client_context

@@ -11,7 +11,7 @@
     mqstore indexer [--config FILE]       run the reput/indexer service until SIGTERM
     mqstore notifier [--config FILE]      run the pull-notifier service until SIGTERM
     mqstore up --data DIR                 all three services as processes on DIR; Ctrl-C stops
-                                          (services/service_commands.py)
+                                          (services/cli/service_commands.py)
     mqstore preallocate --config FILE     create and preallocate a new store's first segment
 
 Exit codes: 0 success, 1 the store is corrupt (verify) or the job failed, 2 bad input
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Never, NoReturn
 from tqdm import tqdm
 
 from mqstore.services.admin.parser import add_admin
-from mqstore.services.cli_options import (
+from mqstore.services.cli.options import (
     EMBEDDED_DEFAULTS,
     UsageError,
     add_command,
@@ -43,7 +43,7 @@ from mqstore.services.cli_options import (
     positive,
     refuse_inapplicable,
 )
-from mqstore.services.service_commands import add_service_commands
+from mqstore.services.cli.service_commands import add_service_commands
 from mqstore.storage import (
     ConfigError,
     FlushMode,
@@ -228,7 +228,7 @@ def _progress(total: int, unit: str, *, quiet: bool) -> tqdm[Never]:
 
 def _produce_over_http(arguments: argparse.Namespace, *, count: int, batch: int) -> int:
     from mqstore.client import MqstoreError  # noqa: PLC0415 (lazy: HTTP stack)
-    from mqstore.services.terminal import produce_over_http  # noqa: PLC0415
+    from mqstore.services.cli.terminal import produce_over_http  # noqa: PLC0415
 
     try:
         return produce_over_http(arguments.url, topic=arguments.topic, count=count,
@@ -240,7 +240,7 @@ def _produce_over_http(arguments: argparse.Namespace, *, count: int, batch: int)
 
 def _consume(arguments: argparse.Namespace) -> int:
     from mqstore.client import MqstoreError  # noqa: PLC0415 (lazy: HTTP stack)
-    from mqstore.services.terminal import consume_over_http  # noqa: PLC0415
+    from mqstore.services.cli.terminal import consume_over_http  # noqa: PLC0415
 
     count = None if arguments.count is None else positive(arguments.count, "--count")
     try:
@@ -264,7 +264,7 @@ def _existing_store(directory: Path) -> Path:
 
 
 def _inspect(arguments: argparse.Namespace) -> int:
-    from mqstore.services.inspect_report import inspect_report, print_report  # noqa: PLC0415
+    from mqstore.services.cli.inspect_report import inspect_report, print_report  # noqa: PLC0415
 
     report = inspect_report(_existing_store(arguments.directory))
     if arguments.json:
@@ -322,8 +322,8 @@ def _add_preallocate(commands: Commands) -> None:
 
 
 def _preallocate(arguments: argparse.Namespace) -> int:
+    from mqstore.services.cli.preallocate import preallocate_first_segment  # noqa: PLC0415
     from mqstore.services.common.config_file import load_config  # noqa: PLC0415
-    from mqstore.services.preallocate import preallocate_first_segment  # noqa: PLC0415
 
     print(preallocate_first_segment(load_config(arguments.config)))
     return 0
