@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 LENGTH_SIZE_BYTES = 4
 
@@ -191,3 +192,16 @@ class FramedStream:
             self.abort()
         else:
             self._writer.close()
+
+
+Key = TypeVar("Key")
+
+
+def oldest_open_frame(streams: Mapping[Key, FramedStream]) -> Key | None:
+    """The key of the stream whose open frame (or handshake) began longest ago: the one a
+    listener at its connection bound closes to admit another.  None if every stream is
+    between frames (a slow sender is always mid-frame; an idle client never is)."""
+    open_since = [(stream.frame_started_s, number, key)
+                  for number, (key, stream) in enumerate(streams.items())
+                  if stream.frame_started_s is not None]
+    return min(open_since)[2] if open_since else None

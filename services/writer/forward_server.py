@@ -46,7 +46,7 @@ from mqstore.services.common.forward_wire import (
     decode_request,
     encode_answer,
 )
-from mqstore.services.common.framing import FramedStream, FrameLimits
+from mqstore.services.common.framing import FramedStream, FrameLimits, oldest_open_frame
 from mqstore.services.common.topic_rules import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
 from mqstore.services.writer.handlers import WriterHandlers
@@ -101,13 +101,11 @@ class ForwardServer:
         been open longest (never the front's, which sends whole frames)."""
         if len(self._streams) < self._settings.forward_connections_max:
             return True
-        slow = [(stream.frame_started_s, id(other), other)
-                for other, stream in self._streams.items() if stream.frame_started_s is not None]
-        if not slow:
+        victim = oldest_open_frame(self._streams)
+        if victim is None:
             log.warning("refused a forward connection: %d open (forward_connections_max)",
                         len(self._streams))
             return False
-        victim = min(slow)[2]
         self._streams.pop(victim).abort()
         return True
 

@@ -26,16 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.auth import load_users
-from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.server import answer_to
-from mqstore.services.notifier.remoting.service import RemotingFront
-from mqstore.storage import StoreConfig
-from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.store_view import StoreView
+from tests.remoting.fronts import front_over
 
 USERS_FILE = """\
 accounts:
@@ -57,15 +52,8 @@ VICTIM_ID = "10.0.0.5@1234#1"
 @pytest.fixture
 def front(tmp_path: Path) -> Iterator[Front]:
     (tmp_path / "plain_acl.yml").write_text(USERS_FILE)
-    store_dir = tmp_path / "store"
-    store_dir.mkdir()
-    view = StoreView.open(store_dir, StoreConfig(store_host="127.0.0.1:9876"))
-    try:
-        yield RemotingFront(view, ConsumerOffsets(store_dir, lock_timeout_ms=1000),
-                            RemotingSettings(port=0), queue_count_max=8,
-                            users=load_users(tmp_path / "plain_acl.yml")).front
-    finally:
-        view.close()
+    with front_over(tmp_path / "store", users_file=tmp_path / "plain_acl.yml") as served:
+        yield served
 
 
 def signed(user: str, ext: dict[str, str], body: bytes) -> dict[str, str]:

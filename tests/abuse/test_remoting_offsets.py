@@ -19,15 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.server import answer_to
-from mqstore.services.notifier.remoting.service import RemotingFront
-from mqstore.storage import StoreConfig
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.store_view import StoreView
+from tests.remoting.fronts import front_over
 
 PEER = Peer("10.0.0.9:50000", 1)
 GROUPS_MAX = 3
@@ -40,11 +37,8 @@ def offsets(tmp_path: Path) -> ConsumerOffsets:
 
 @pytest.fixture
 def front(tmp_path: Path, offsets: ConsumerOffsets) -> Iterator[Front]:
-    view = StoreView.open(tmp_path, StoreConfig(store_host="127.0.0.1:9876"))
-    try:
-        yield RemotingFront(view, offsets, RemotingSettings(port=0), queue_count_max=8).front
-    finally:
-        view.close()
+    with front_over(tmp_path, offsets=offsets) as served:
+        yield served
 
 
 def ask(front: Front, code: int, ext: dict[str, str]) -> Command:
@@ -142,13 +136,9 @@ def test_a_commit_past_groups_max_is_refused_not_lost(front: Front,
 
 
 def test_pending_commits_are_bounded(tmp_path: Path, offsets: ConsumerOffsets) -> None:
-    view = StoreView.open(tmp_path, StoreConfig(store_host="127.0.0.1:9876"))
-    try:
-        front = RemotingFront(view, offsets, RemotingSettings(port=0), queue_count_max=8).front
+    with front_over(tmp_path, offsets=offsets) as front:
         front.offsets.pending_queues_max = 4
         answers = [commit(front, "many", 1, queue_id=queue_id).code for queue_id in range(6)]
         assert answers == [codes.SUCCESS] * 4 + [codes.SYSTEM_ERROR] * 2
         asyncio.run(front.offsets.flush())
         assert commit(front, "many", 1, queue_id=5).code == codes.SUCCESS
-    finally:
-        view.close()

@@ -12,28 +12,20 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.common.forward_wire import ForwardAnswer, ForwardRequest
-from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.server import answer_to
-from mqstore.services.notifier.remoting.service import RemotingFront
-from mqstore.storage import StoreConfig
-from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.store_view import StoreView
 from tests.remoting.client import send_header
+from tests.remoting.fronts import front_over
 
 PEER = Peer("10.0.0.9:50000", 1)
 
 
 @pytest.fixture
 def front(tmp_path: Path) -> Iterator[Front]:
-    view = StoreView.open(tmp_path, StoreConfig(store_host="127.0.0.1:9876"))
-    try:
-        yield RemotingFront(view, ConsumerOffsets(tmp_path, lock_timeout_ms=1000),
-                            RemotingSettings(port=0), queue_count_max=8).front
-    finally:
-        view.close()
+    with front_over(tmp_path) as served:
+        yield served
 
 
 def test_sends_naming_no_queue_go_round_robin_per_topic(front: Front,

@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.server import answer_to
-from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig
-from mqstore.storage.files.consumer_offsets import ConsumerOffsets
-from mqstore.storage.reads.store_view import StoreView
 from tests.remoting.client import send_header
+from tests.remoting.fronts import front_over
 
 PEER = Peer("10.0.0.9:50000", 1)
 
@@ -27,12 +24,8 @@ PEER = Peer("10.0.0.9:50000", 1)
 @pytest.fixture(params=[127, 255], ids=lambda size: f"store-limit-{size}")
 def front(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Front]:
     config = StoreConfig(store_host="127.0.0.1:9876", topic_size_bytes_max=request.param)
-    view = StoreView.open(tmp_path, config)
-    try:
-        yield RemotingFront(view, ConsumerOffsets(tmp_path, lock_timeout_ms=1000),
-                            RemotingSettings(port=0), queue_count_max=8).front
-    finally:
-        view.close()
+    with front_over(tmp_path, config=config) as served:
+        yield served
 
 
 def ask(front: Front, code: int, ext: dict[str, str], body: bytes = b"") -> Command:

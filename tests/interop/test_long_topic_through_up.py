@@ -6,12 +6,10 @@ file system, and the indexer stopped for every topic)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 from mqstore.services.notifier.remoting import codes
+from tests.interop.http_calls import http_json, quoted
 from tests.remoting.client import RemotingClient, properties, records, send_header
 from tests.remoting.up_process import mqstore_up
 
@@ -19,42 +17,30 @@ LONGEST_TOPIC = ("Long-topic_%|" * 20)[:255]
 SHORT_TOPIC = "Short"
 
 
-def _http(method: str, url: str, document: dict[str, Any] | None = None) -> Any:
-    data = json.dumps(document).encode() if document is not None else None
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
-def _quoted(topic: str) -> str:
-    return urllib.request.quote(topic, safe="")
-
-
 def test_a_255_byte_topic_through_mqstore_up(tmp_path: Path) -> None:
     assert len(LONGEST_TOPIC.encode()) == 255
     with mqstore_up(tmp_path, settings={"MQSTORE_STORE__TOPIC_SIZE_BYTES_MAX": "255"}) as ports:
         writer, notifier = (f"http://127.0.0.1:{ports[name]}" for name in ("writer", "notifier"))
         for number in range(3):
-            put = _http("POST", f"{writer}/v1/topics/{_quoted(LONGEST_TOPIC)}/messages",
+            put = http_json("POST", f"{writer}/v1/topics/{quoted(LONGEST_TOPIC)}/messages",
                         {"body": f"http-{number}", "keys": [f"key-{number}"], "queue_id": 0})
             assert put["status"] == "PUT_OK", put
-            assert _http("POST", f"{writer}/v1/topics/{SHORT_TOPIC}/messages",
+            assert http_json("POST", f"{writer}/v1/topics/{SHORT_TOPIC}/messages",
                          {"body": f"short-{number}", "queue_id": 0})["status"] == "PUT_OK"
         asyncio.run(_over_remoting(f"127.0.0.1:{ports['remoting']}"))
 
-        pulled = _http("GET", f"{notifier}/v1/topics/{_quoted(LONGEST_TOPIC)}/queues/0/messages"
+        pulled = http_json("GET", f"{notifier}/v1/topics/{quoted(LONGEST_TOPIC)}/queues/0/messages"
                               f"?offset=0&max_messages=32&wait_ms=10000")
         assert pulled["status"] == "FOUND", pulled
         assert [m["queue_offset"] for m in pulled["messages"]] == [0, 1, 2, 3]
         assert {m["topic"] for m in pulled["messages"]} == {LONGEST_TOPIC}
-        short = _http("GET", f"{notifier}/v1/topics/{SHORT_TOPIC}/queues/0/messages"
+        short = http_json("GET", f"{notifier}/v1/topics/{SHORT_TOPIC}/queues/0/messages"
                              f"?offset=0&max_messages=32&wait_ms=10000")
         assert len(short["messages"]) == 3, short
-        found = _http("GET", f"{notifier}/v1/topics/{_quoted(LONGEST_TOPIC)}/messages"
+        found = http_json("GET", f"{notifier}/v1/topics/{quoted(LONGEST_TOPIC)}/messages"
                              f"?key=key-2")
         assert [m["queue_offset"] for m in found["messages"]] == [2]
-        status = _http("GET", f"http://127.0.0.1:{ports['indexer']}/v1/status")
+        status = http_json("GET", f"http://127.0.0.1:{ports['indexer']}/v1/status")
         assert (status["failure"], status["stalled_queues"]) == (None, []), status
 
 

@@ -46,6 +46,7 @@ from tests.interop.corpus import (
     read_every_queue,
     store_config,
 )
+from tests.interop.http_calls import http_json, quoted
 from tests.interop.rocketmq_jvm import ROCKETMQ_550, Layout, Opened, RocketMqJvm
 
 pytestmark = pytest.mark.interop
@@ -164,18 +165,6 @@ class Served:
     reopened: Opened
 
 
-def _http(method: str, url: str, document: dict[str, Any] | None = None) -> Any:
-    data = json.dumps(document).encode() if document is not None else None
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
-def _quoted(topic: str) -> str:
-    return urllib.parse.quote(topic, safe="")
-
-
 def _service_store_settings() -> dict[str, Any]:
     """CONFIG's fields that differ from the defaults, as the config file's store section."""
     defaults = mq.StoreConfig()
@@ -187,12 +176,12 @@ def _pull_all(notifier: str, topic: str, queue_id: int, offset: int, *,
               count_min: int = 0) -> tuple[list[dict[str, Any]], str]:
     """Every message of one queue from `offset` on; with `count_min`, wait up to
     DISPATCH_WAIT_S for that many (they are served once dispatched)."""
-    url = f"{notifier}/v1/topics/{_quoted(topic)}/queues/{queue_id}/messages"
+    url = f"{notifier}/v1/topics/{quoted(topic)}/queues/{queue_id}/messages"
     messages: list[dict[str, Any]] = []
     deadline = time.monotonic() + DISPATCH_WAIT_S
     while True:
         wait_ms = 1000 if len(messages) < count_min else 0
-        answer = _http("GET", f"{url}?offset={offset}&max_messages=32&wait_ms={wait_ms}")
+        answer = http_json("GET", f"{url}?offset={offset}&max_messages=32&wait_ms={wait_ms}")
         messages += answer["messages"]
         if answer["status"] == "FOUND":
             offset = answer["next_offset"]
@@ -201,7 +190,7 @@ def _pull_all(notifier: str, topic: str, queue_id: int, offset: int, *,
 
 
 def _find(notifier: str, topic: str, key: str) -> list[int]:
-    answer = _http("GET", f"{notifier}/v1/topics/{_quoted(topic)}/messages?key="
+    answer = http_json("GET", f"{notifier}/v1/topics/{quoted(topic)}/messages?key="
                           f"{urllib.parse.quote(key, safe='')}&max_messages={LAYOUT.query_max}")
     return sorted(m["physical_offset"] for m in answer["messages"])
 
@@ -223,7 +212,7 @@ def _serve(store: LongTopicStore, tmp_path: Path) -> dict[str, Any]:
         answers["found"] = {query: _find(notifier, query[1], query[2])
                             for query in index_queries(store.expected, tags=False)}
         longest = store.longest_topic
-        answers["produced"] = [_http("POST", f"{writer}/v1/topics/{_quoted(longest)}/messages", {
+        answers["produced"] = [http_json("POST", f"{writer}/v1/topics/{quoted(longest)}/messages", {
             "body": f"from-mqstore-{number}", "keys": [f"mq-key-{number}"],
             "tags": "from-mqstore", "queue_id": PRODUCED_QUEUE}) for number in range(PRODUCED)]
         start = len(queues[longest, PRODUCED_QUEUE])
@@ -233,7 +222,7 @@ def _serve(store: LongTopicStore, tmp_path: Path) -> dict[str, Any]:
                                                                 f"mq-key-{number}")
                                      for number in range(PRODUCED)}
         try:
-            answers["indexer_status"] = _http("GET", f"{services.url('indexer')}/v1/status")
+            answers["indexer_status"] = http_json("GET", f"{services.url('indexer')}/v1/status")
         except urllib.error.URLError as error:  # the indexer stopped: judged by the tests
             answers["indexer_status"] = {"unreachable": repr(error),
                                          "log": services.log_tail("indexer")}

@@ -37,7 +37,7 @@ import itertools
 import logging
 import ssl
 
-from mqstore.services.common.framing import FramedStream, FrameLimits
+from mqstore.services.common.framing import FramedStream, FrameLimits, oldest_open_frame
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting.clients import notify_group_changed
 from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError, not_supported
@@ -112,14 +112,11 @@ class RemotingServer:
         frame began longest ago (a slow sender's); False if every one is between frames."""
         if len(self._streams) < self._settings.connections_max:
             return True
-        slow = [(stream.frame_started_s, connection_id)
-                for connection_id, stream in self._streams.items()
-                if stream.frame_started_s is not None]
-        if not slow:
+        connection_id = oldest_open_frame(self._streams)
+        if connection_id is None:
             log.warning("refused a connection: %d open, none in a frame (connections_max)",
                         len(self._streams))
             return False
-        _, connection_id = min(slow)
         log.info("closed connection %d to admit another: its frame is the oldest open one "
                  "(connections_max)", connection_id)
         self._streams.pop(connection_id).abort()
