@@ -83,7 +83,6 @@ class FramedStream:
                                                  low=limits.write_buffer_bytes_max // 2)
         self.frame_started_s: float | None = self._loop.time()
         """Loop time the open frame began (accept, for the first); None between frames."""
-        self.frames_read = 0
 
     @property
     def buffered_bytes(self) -> int:
@@ -106,8 +105,6 @@ class FramedStream:
         size_max = frame_size_bytes_max or self._limits.frame_size_bytes_max
         payload = await self._rest_of_frame(first, size_max)
         self.frame_started_s = None
-        if payload is not None:
-            self.frames_read += 1
         return payload
 
     async def _first_byte(self) -> bytes:

@@ -131,7 +131,6 @@ class Dispatcher:
         self.damaged_ranges_total = 0
         self.only_queues = only_queues
         self.stalled_queues: dict[QueueKey, StalledQueue] = {}
-        self.stalled_queues_total = 0
         self.queue_holes_total = 0
 
     def dispatch(self, *, committed_position: int, min_position: int) -> QueueNotices:
@@ -287,7 +286,6 @@ class Dispatcher:
                   stalled.topic, stalled.queue_id, stalled.queue_offset,
                   stalled.physical_offset, stalled.reason)
         self.stalled_queues[stalled.topic, stalled.queue_id] = stalled
-        self.stalled_queues_total += 1
 
     def replay_stalled(self, *, min_position: int) -> QueueNotices:
         """Put the stalled queues' records again, from the first each could not take (or the

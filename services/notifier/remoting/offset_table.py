@@ -56,8 +56,6 @@ class OffsetTable:
         """(group, topic) → {queue id: (offset, the stored offset when it was committed)}."""
         self._pending_count = 0
         self._pending_groups: set[str] = set()
-        self.dropped_total = 0
-        """Pending commits the store refused at write time (logged once a write)."""
 
     def fetch(self, group: str, topic: str) -> dict[int, int]:
         """Every committed offset of the group on the topic: the store's, pending over it."""
@@ -124,7 +122,6 @@ class OffsetTable:
                         self._pending_count += 1
                 self._pending_groups.add(group)
             except (StoreError, ValueError) as error:
-                self.dropped_total += len(offsets)
                 log.warning("offsets of %s on %s not written: %s", group, topic, error)
         return written
 
