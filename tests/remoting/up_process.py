@@ -14,6 +14,11 @@ from tests.integration.three_services import free_ports
 from tests.processes import MQSTORE
 
 UP_READY_LINE = "mqstore is up"
+SMALL_SEGMENTS = {"MQSTORE_STORE__SEGMENT_SIZE_BYTES": str(64 << 20)}
+"""64 MiB segments: a fresh store's first put waits for its first segment to be created and
+populated, about 3 s for the default 1 GiB here, which is the front's whole writer_timeout_ms
+(the first send then answered SYSTEM_ERROR in some runs).  A Broker's pod prepares it in an
+init container (`mqstore preallocate`); `mqstore up` does not yet."""
 
 
 @contextlib.contextmanager
@@ -30,7 +35,7 @@ def mqstore_up(tmp_path: Path, *, ready_timeout_s: float = 120.0,
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL,
-                                   env={**os.environ, **(settings or {})})
+                                   env={**os.environ, **SMALL_SEGMENTS, **(settings or {})})
     try:
         deadline = time.monotonic() + ready_timeout_s
         while UP_READY_LINE not in log_path.read_text():
