@@ -8,10 +8,11 @@ Every frame on those links is a 4-byte big-endian length, then that many bytes:
     0       4     length    u32, the bytes after this field (≤ frame_size_bytes_max)
     4       n     payload   the layout of its protocol (frame.py, forward_wire.py)
 
-Reading (`FramedStream.read_frame`), what a peer may not do to hold a connection:
+What a peer may not do to hold a connection (`FramedStream.read_frame`, and one
+`FrameWatchdog` per listener or link that looks at every stream each `tick_ms`):
 
-    idle:  between frames, wait up to `idle_timeout_ms` for a frame's first byte (a clean
-           close there is the end of the stream, not an error)
+    idle:  between frames, no byte for `idle_timeout_ms` closes (a clean close there is
+           the end of the stream, not an error)
     slow:  from a frame's first byte, the whole frame must arrive within
            `frame_read_timeout_ms`; the first frame's clock starts at accept.  A sender of
            a byte a second (slowloris) is closed after one deadline, never after an idle
@@ -20,6 +21,11 @@ Reading (`FramedStream.read_frame`), what a peer may not do to hold a connection
     large: a length over `frame_size_bytes_max` closes (the next frame cannot be found)
     deaf:  before a frame is read, the write buffer must be at most
            `write_buffer_bytes_max`: a peer that does not read its answers stops being read
+
+The deadlines are kept by the watchdog, not by a timer per read: a frame costs two
+`readexactly` calls and no timer.  A stream's clock is its reader's (`TimedReader`): it notes
+when bytes of a frame not yet read began to wait, so the watchdog tells a quiet peer from a
+slow one without reading a byte itself.  A deadline is thus kept to within one tick.
 
 Writing (`FramedStream.write`): each write first waits, in arrival order, until the write
 buffer is at most `write_buffer_bytes_max`, so it holds at most that plus one frame (waiters
@@ -31,11 +37,16 @@ at once, where `close()` would keep it until the kernel gives up on the peer (mi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import TypeVar
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import SupportsIndex, TypeVar
 
 LENGTH_SIZE_BYTES = 4
+TICK_MS_MAX = 1_000
+"""The watchdog looks at least once a second, and four times per shortest deadline."""
 
 
 def framed(payload: bytes) -> list[bytes]:
@@ -68,21 +79,99 @@ class FrameLimits:
             assert getattr(self, name) > 0, name
         assert self.idle_timeout_ms is None or self.idle_timeout_ms > 0
 
+    @property
+    def tick_ms(self) -> int:
+        shortest = min(self.frame_read_timeout_ms, self.idle_timeout_ms or TICK_MS_MAX * 4)
+        return max(1, min(TICK_MS_MAX, shortest // 4))
+
+
+class TimedReader(asyncio.StreamReader):
+    """A StreamReader that counts what it received and what the frame reader took, and
+    notes when the oldest byte not yet taken arrived (`waiting_since_s`, monotonic)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received_bytes = 0
+        self.taken_bytes = 0
+        self.waiting_since_s = time.monotonic()
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        assert isinstance(data, bytes | bytearray | memoryview), type(data)
+        if data and self.received_bytes == self.taken_bytes:
+            self.waiting_since_s = time.monotonic()
+        self.received_bytes += len(data)
+        super().feed_data(data)
+
+    @property
+    def has_unread_bytes(self) -> bool:
+        return self.received_bytes > self.taken_bytes
+
+    def took(self, size_bytes: int) -> None:
+        """The frame reader consumed `size_bytes`; bytes already here start the next wait."""
+        self.taken_bytes += size_bytes
+        if self.received_bytes > self.taken_bytes:
+            self.waiting_since_s = time.monotonic()
+
+
+Connected = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def start_framed_server(connected: Connected, host: str, port: int, *,
+                              ssl_context: ssl.SSLContext | None = None,
+                              ssl_handshake_timeout_s: float | None = None) -> asyncio.Server:
+    """`asyncio.start_server` whose connections read through a `TimedReader`."""
+    loop = asyncio.get_running_loop()
+
+    def protocol() -> asyncio.StreamReaderProtocol:
+        return asyncio.StreamReaderProtocol(TimedReader(), connected)
+
+    if ssl_context is None:
+        return await loop.create_server(protocol, host, port)
+    return await loop.create_server(protocol, host, port, ssl=ssl_context,
+                                    ssl_handshake_timeout=ssl_handshake_timeout_s)
+
+
+async def open_framed_connection(host: str, port: int) -> tuple[TimedReader,
+                                                                asyncio.StreamWriter]:
+    """`asyncio.open_connection` reading through a `TimedReader`."""
+    loop = asyncio.get_running_loop()
+    reader = TimedReader()
+    protocol = asyncio.StreamReaderProtocol(reader)
+    transport, _ = await loop.create_connection(lambda: protocol, host, port)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
 
 class FramedStream:
-    """One connection, read a frame at a time and written with back-pressure."""
+    """One connection, read a frame at a time and written with back-pressure.  Made by
+    `FrameWatchdog.open_stream`, which keeps its read deadlines."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  limits: FrameLimits) -> None:
+        assert isinstance(reader, TimedReader), "read through start_framed_server or " \
+                                                "open_framed_connection"
         self._reader = reader
         self._writer = writer
         self._limits = limits
         self._writing = asyncio.Lock()
-        self._loop = asyncio.get_running_loop()
+        self._accepted_s = time.monotonic()
+        self._frames_read = 0
+        self._frame_ended_s = self._accepted_s
+        self._failure: str | None = None
+        """Why the watchdog closed the stream: what the blocked read raises."""
         writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes_max,
                                                  low=limits.write_buffer_bytes_max // 2)
-        self.frame_started_s: float | None = self._loop.time()
-        """Loop time the open frame began (accept, for the first); None between frames."""
+
+    @property
+    def frame_started_s(self) -> float | None:
+        """Monotonic time the open frame began (accept, for the first); None between frames."""
+        if self._frames_read == 0:
+            return self._accepted_s
+        return self._reader.waiting_since_s if self._reader.has_unread_bytes else None
+
+    @property
+    def has_unread_bytes(self) -> bool:
+        """Bytes of the next frame are here already (a pipelining peer)."""
+        return self._reader.has_unread_bytes
 
     @property
     def buffered_bytes(self) -> int:
@@ -96,51 +185,48 @@ class FramedStream:
         """The next frame's payload (without its length), or None at a clean end of stream.
         `frame_size_bytes_max`: a smaller bound for this frame (a handshake's fixed size)."""
         await self.writable()
-        first = b""
-        if self.frame_started_s is None:
-            first = await self._first_byte()
-            if not first:
+        reader = self._reader
+        try:
+            head = await reader.readexactly(LENGTH_SIZE_BYTES)
+            length = int.from_bytes(head, "big")
+            size_max = frame_size_bytes_max or self._limits.frame_size_bytes_max
+            if length > size_max:
+                raise TransportError(f"frame of {length} bytes is over {size_max} bytes "
+                                     f"({self._limits.setting_prefix}frame_size_bytes_max)")
+            payload = await reader.readexactly(length)
+        except asyncio.IncompleteReadError as error:
+            if self._failure is not None:
+                raise TransportError(self._failure) from None
+            if not error.partial and not reader.has_unread_bytes:
                 return None
-            self.frame_started_s = self._loop.time()
-        size_max = frame_size_bytes_max or self._limits.frame_size_bytes_max
-        payload = await self._rest_of_frame(first, size_max)
-        self.frame_started_s = None
+            raise TransportError("closed in the middle of a frame") from None
+        except ConnectionError:
+            if self._failure is not None:
+                raise TransportError(self._failure) from None
+            raise
+        reader.took(LENGTH_SIZE_BYTES + length)
+        self._frames_read += 1
+        self._frame_ended_s = time.monotonic()
         return payload
 
-    async def _first_byte(self) -> bytes:
-        """Between frames: the next frame's first byte, b"" at a clean end of stream."""
+    def overdue(self, now_s: float) -> str | None:
+        """Which read bound the peer broke by `now_s` (None: none)."""
         limits = self._limits
-        idle_s = None if limits.idle_timeout_ms is None else limits.idle_timeout_ms / 1000
-        try:
-            async with asyncio.timeout(idle_s):
-                return await self._reader.read(1)
-        except TimeoutError:
-            raise TransportError(f"idle for {limits.idle_timeout_ms} ms "
-                                 f"({limits.setting_prefix}idle_timeout_ms)") from None
+        started_s = self.frame_started_s
+        if started_s is not None:
+            if now_s - started_s > limits.frame_read_timeout_ms / 1000:
+                return (f"a frame was not finished within {limits.frame_read_timeout_ms} ms "
+                        f"({limits.setting_prefix}frame_read_timeout_ms)")
+        elif (limits.idle_timeout_ms is not None
+              and now_s - self._frame_ended_s > limits.idle_timeout_ms / 1000):
+            return (f"idle for {limits.idle_timeout_ms} ms "
+                    f"({limits.setting_prefix}idle_timeout_ms)")
+        return None
 
-    async def _rest_of_frame(self, first: bytes, size_max: int) -> bytes | None:
-        """The frame whose first byte is `first` (b"": the first frame, its clock running
-        since accept; None if the peer closes before sending any byte of it)."""
-        limits = self._limits
-        assert self.frame_started_s is not None
-        try:
-            async with asyncio.timeout_at(self.frame_started_s
-                                          + limits.frame_read_timeout_ms / 1000):
-                if not first:
-                    first = await self._reader.read(1)
-                    if not first:
-                        return None
-                head = first + await self._reader.readexactly(LENGTH_SIZE_BYTES - 1)
-                length = int.from_bytes(head, "big")
-                if length > size_max:
-                    raise TransportError(f"frame of {length} bytes is over {size_max} bytes "
-                                         f"({limits.setting_prefix}frame_size_bytes_max)")
-                return await self._reader.readexactly(length)
-        except TimeoutError:
-            raise TransportError(f"a frame was not finished within {limits.frame_read_timeout_ms}"
-                                 f" ms ({limits.setting_prefix}frame_read_timeout_ms)") from None
-        except asyncio.IncompleteReadError:
-            raise TransportError("closed in the middle of a frame") from None
+    def fail(self, reason: str) -> None:
+        """Close for `reason`: a read waiting on the stream raises TransportError(reason)."""
+        self._failure = reason
+        self.abort()
 
     async def writable(self) -> None:
         """Return once the write buffer is at most `write_buffer_bytes_max`; abort the
@@ -191,6 +277,44 @@ class FramedStream:
             self._writer.close()
 
 
+class FrameWatchdog:
+    """The read deadlines of every stream of one listener (or link): one task, awake each
+    `limits.tick_ms` while a stream is open, closes each stream that broke one."""
+
+    def __init__(self, limits: FrameLimits) -> None:
+        self.limits = limits
+        self._streams: set[FramedStream] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def open_stream(self, reader: asyncio.StreamReader,
+                    writer: asyncio.StreamWriter) -> FramedStream:
+        """A stream on a new connection, watched until `forget`."""
+        stream = FramedStream(reader, writer, self.limits)
+        self._streams.add(stream)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._watch(), name="frame-watchdog")
+        return stream
+
+    def forget(self, stream: FramedStream) -> None:
+        self._streams.discard(stream)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _watch(self) -> None:
+        while self._streams:
+            await asyncio.sleep(self.limits.tick_ms / 1000)
+            now_s = time.monotonic()
+            for stream in list(self._streams):
+                reason = stream.overdue(now_s)
+                if reason is not None:
+                    self._streams.discard(stream)
+                    stream.fail(reason)
+
+
 Key = TypeVar("Key")
 
 
@@ -198,7 +322,7 @@ def oldest_open_frame(streams: Mapping[Key, FramedStream]) -> Key | None:
     """The key of the stream whose open frame (or handshake) began longest ago: the one a
     listener at its connection bound closes to admit another.  None if every stream is
     between frames (a slow sender is always mid-frame; an idle client never is)."""
-    open_since = [(stream.frame_started_s, number, key)
+    open_since = [(started_s, number, key)
                   for number, (key, stream) in enumerate(streams.items())
-                  if stream.frame_started_s is not None]
+                  if (started_s := stream.frame_started_s) is not None]
     return min(open_since)[2] if open_since else None

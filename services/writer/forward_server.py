@@ -46,7 +46,13 @@ from mqstore.services.common.forward_wire import (
     decode_request,
     encode_answer,
 )
-from mqstore.services.common.framing import FramedStream, FrameLimits, oldest_open_frame
+from mqstore.services.common.framing import (
+    FramedStream,
+    FrameLimits,
+    FrameWatchdog,
+    oldest_open_frame,
+    start_framed_server,
+)
 from mqstore.services.common.topic_rules import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
 from mqstore.services.writer.handlers import WriterHandlers
@@ -71,6 +77,7 @@ class ForwardServer:
             write_buffer_bytes_max=settings.forward_write_buffer_bytes_max,
             write_drain_timeout_ms=settings.forward_write_drain_timeout_ms,
             setting_prefix="writer.forward_")
+        self._watchdog = FrameWatchdog(self._limits)
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._streams: dict[asyncio.Task[None], FramedStream] = {}
@@ -81,8 +88,8 @@ class ForwardServer:
         """Publish a new forward secret in `data_dir`, then listen; returns the bound port."""
         self._data_dir = data_dir
         self._secret = publish_secret(data_dir)
-        self._server = await asyncio.start_server(self._serve, self._settings.forward_host,
-                                                  self._settings.forward_port)
+        self._server = await start_framed_server(self._serve, self._settings.forward_host,
+                                                 self._settings.forward_port)
         port = int(self._server.sockets[0].getsockname()[1])
         log.info("forward listening", extra={"port": port})
         return port
@@ -93,6 +100,7 @@ class ForwardServer:
             await self._server.wait_closed()
         for task in list(self._tasks):
             task.cancel()
+        await self._watchdog.stop()
         if self._data_dir is not None:
             withdraw_secret(self._data_dir, self._secret)
 
@@ -115,7 +123,7 @@ class ForwardServer:
         if not self._admit():
             writer.close()
             return
-        stream = FramedStream(reader, writer, self._limits)
+        stream = self._watchdog.open_stream(reader, writer)
         self._tasks.add(task)
         self._streams[task] = stream
         pending: set[asyncio.Task[None]] = set()
@@ -125,8 +133,8 @@ class ForwardServer:
                 put = asyncio.create_task(self._answer(decode_request(frame), stream))
                 pending.add(put)
                 put.add_done_callback(pending.discard)
-                await asyncio.sleep(0)  # a refusal answered at once is written before the
-                #                         next read checks the write buffer
+                if stream.has_unread_bytes:  # a refusal answered at once is written
+                    await asyncio.sleep(0)   # before the next read checks the write buffer
         except ForwardAuthError as error:
             log.warning("forward connection refused: %s", error)
         except (WireFormatError, ConnectionError) as error:
@@ -135,6 +143,7 @@ class ForwardServer:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
             self._streams.pop(task, None)
+            self._watchdog.forget(stream)
             stream.close()
             self._tasks.discard(task)
 

@@ -4,12 +4,20 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
+import time
 from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mqstore.services.common.framing import FramedStream, FrameLimits, TransportError
+from mqstore.services.common.framing import (
+    FramedStream,
+    FrameLimits,
+    FrameWatchdog,
+    TransportError,
+    start_framed_server,
+)
 from tests.services.serving import run
 
 FRAME_BYTES = 64 * 1024
@@ -27,12 +35,16 @@ async def pair(serve: Served) -> tuple[asyncio.Future[object], asyncio.StreamRea
     outcome: asyncio.Future[object] = asyncio.get_running_loop().create_future()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        stream = watchdog.open_stream(reader, writer)
         try:
-            outcome.set_result(await serve(FramedStream(reader, writer, LIMITS)))
+            outcome.set_result(await serve(stream))
         except Exception as error:
             outcome.set_result(error)
+        finally:
+            watchdog.forget(stream)
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    watchdog = FrameWatchdog(LIMITS)
+    server = await start_framed_server(handle, "127.0.0.1", 0)
     raw = socket.socket()
     raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
     raw.setblocking(False)
@@ -94,3 +106,34 @@ def test_frames_are_read_whole_small_and_in_time(sent: bytes,
         assert expected in str(result)
     else:
         assert result == expected
+
+
+def test_a_quiet_peer_is_closed_after_the_idle_timeout_and_not_before() -> None:
+    limits = dataclasses.replace(LIMITS, idle_timeout_ms=400)
+
+    async def scenario() -> object:
+        watchdog = FrameWatchdog(limits)
+        closed: asyncio.Future[tuple[float, object]] = asyncio.get_running_loop().create_future()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            stream = watchdog.open_stream(reader, writer)
+            first = await stream.read_frame()
+            started_s = time.monotonic()
+            try:
+                await stream.read_frame()
+            except TransportError as error:
+                closed.set_result((time.monotonic() - started_s, (first, str(error))))
+
+        server = await start_framed_server(handle, "127.0.0.1", 0)
+        _, writer = await asyncio.open_connection(*server.sockets[0].getsockname())
+        writer.write(b"\0\0\0\x02hi")
+        quiet_s, outcome = await asyncio.wait_for(closed, 10)
+        writer.close()
+        server.close()
+        await watchdog.stop()
+        return quiet_s, outcome
+
+    quiet_s, (first, reason) = run(scenario)
+    assert first == b"hi"
+    assert "idle_timeout_ms" in reason
+    assert quiet_s >= 0.3  # within one tick of the bound, never before it

@@ -3,8 +3,6 @@ and the malformed ones refused with MESSAGE_ILLEGAL and the reason."""
 
 from __future__ import annotations
 
-import asyncio
-
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.forward_secret import prove_front, read_secret, secret_path
 from mqstore.services.common.forward_wire import (
@@ -14,7 +12,7 @@ from mqstore.services.common.forward_wire import (
     decode_answer,
     encode_request,
 )
-from mqstore.services.common.framing import FramedStream, FrameLimits
+from mqstore.services.common.framing import FramedStream, FrameLimits, open_framed_connection
 from mqstore.services.writer.app import HANDLERS, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore
@@ -80,7 +78,7 @@ def test_answers_come_back_over_the_listener(store: MessageStore) -> None:
     async def scenario() -> list[int]:
         server = _server(store)
         port = await server.start(data_dir=store.directory)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await open_framed_connection("127.0.0.1", port)
         await prove_front(FramedStream(reader, writer, LIMITS),
                           read_secret(secret_path(store.directory)))
         for request_id in (5, 6):

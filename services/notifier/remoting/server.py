@@ -37,7 +37,13 @@ import itertools
 import logging
 import ssl
 
-from mqstore.services.common.framing import FramedStream, FrameLimits, oldest_open_frame
+from mqstore.services.common.framing import (
+    FramedStream,
+    FrameLimits,
+    FrameWatchdog,
+    oldest_open_frame,
+    start_framed_server,
+)
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting.clients import notify_group_changed
 from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError, not_supported
@@ -63,7 +69,7 @@ class RemotingServer:
         """TLS on the listener (services/common/tls_settings.py): RocketMQ clients with
         `setUseTLS(true)`; a plaintext client is refused at its first bytes."""
         self._settings = front.settings
-        self._limits = frame_limits(front.settings)
+        self._watchdog = FrameWatchdog(frame_limits(front.settings))
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._streams: dict[int, FramedStream] = {}
@@ -86,12 +92,10 @@ class RemotingServer:
 
     async def start(self) -> int:
         settings = self._settings
-        if self._ssl is None:
-            self._server = await asyncio.start_server(self._serve, settings.host, settings.port)
-        else:  # a client that never finishes its TLS handshake is dropped like a slow frame
-            self._server = await asyncio.start_server(
-                self._serve, settings.host, settings.port, ssl=self._ssl,
-                ssl_handshake_timeout=settings.frame_read_timeout_ms / 1000)
+        # a client that never finishes its TLS handshake is dropped like a slow frame
+        self._server = await start_framed_server(
+            self._serve, settings.host, settings.port, ssl_context=self._ssl,
+            ssl_handshake_timeout_s=settings.frame_read_timeout_ms / 1000)
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("remoting listening", extra={"host": self._settings.host, "port": self.port,
                                               "tls": self._ssl is not None,
@@ -104,6 +108,7 @@ class RemotingServer:
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._watchdog.stop()
         if self._server is not None:
             await self._server.wait_closed()
 
@@ -132,7 +137,7 @@ class RemotingServer:
         peer_name = writer.get_extra_info("peername") or ("0.0.0.0", 0)
         host = f"[{peer_name[0]}]" if ":" in peer_name[0] else peer_name[0]
         peer = Peer(f"{host}:{peer_name[1]}", next(self._ids))
-        stream = FramedStream(reader, writer, self._limits)
+        stream = self._watchdog.open_stream(reader, writer)
         self._streams[peer.connection_id] = stream
         try:
             await self._read_loop(stream, peer)
@@ -142,6 +147,7 @@ class RemotingServer:
             log.debug("closed %s: the front stops", peer.address)
         finally:
             self._streams.pop(peer.connection_id, None)
+            self._watchdog.forget(stream)
             for group in self.front.clients.connection_closed(peer.connection_id):
                 notify_group_changed(self.front, group)
             stream.close()
@@ -158,10 +164,11 @@ class RemotingServer:
                 pending.add(handling)
                 handling.add_done_callback(pending.discard)
                 handling.add_done_callback(lambda _: slots.release())
-                # Let the handler run first: an answer ready at once is then written (or
-                # waits) before the next frame is read, so the write-buffer check ahead of
-                # that read sees it.
-                await asyncio.sleep(0)
+                if stream.has_unread_bytes:
+                    # A pipelining client: let the handler run first, so an answer ready at
+                    # once is written (or waits) before the next frame is read and the
+                    # write-buffer check ahead of that read sees it.
+                    await asyncio.sleep(0)
         finally:
             for handling in pending:
                 handling.cancel()

@@ -29,7 +29,12 @@ from mqstore.services.common.forward_wire import (
     decode_answer,
     encode_request,
 )
-from mqstore.services.common.framing import FramedStream, FrameLimits
+from mqstore.services.common.framing import (
+    FramedStream,
+    FrameLimits,
+    FrameWatchdog,
+    open_framed_connection,
+)
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.common.wire import WireFormatError
 from mqstore.services.notifier.remoting.codes import SYSTEM_BUSY, SYSTEM_ERROR, RemotingError
@@ -47,11 +52,11 @@ class WriterLink:
         self._address = (host, int(port))
         self._settings = settings
         self._secret_path = secret_path
-        self._limits = FrameLimits(
+        self._watchdog = FrameWatchdog(FrameLimits(
             frame_size_bytes_max=settings.frame_size_bytes_max,
             frame_read_timeout_ms=settings.frame_read_timeout_ms,
             write_buffer_bytes_max=settings.write_buffer_bytes_max,
-            write_drain_timeout_ms=settings.writer_timeout_ms, setting_prefix="remoting.")
+            write_drain_timeout_ms=settings.writer_timeout_ms, setting_prefix="remoting."))
         self._stream: FramedStream | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._waiting: dict[int, asyncio.Future[ForwardAnswer]] = {}
@@ -93,15 +98,16 @@ class WriterLink:
                 return self._stream
             try:
                 secret = read_secret(self._secret_path)
-                reader, writer = await asyncio.open_connection(*self._address)
+                reader, writer = await open_framed_connection(*self._address)
             except OSError as error:
                 raise RemotingError(SYSTEM_ERROR, f"cannot reach the writer at "
                                                   f"{self._settings.writer_address}: "
                                                   f"{error.strerror or error}") from None
-            stream = FramedStream(reader, writer, self._limits)
+            stream = self._watchdog.open_stream(reader, writer)
             try:
                 await prove_front(stream, secret)
             except (ConnectionError, asyncio.CancelledError) as error:
+                self._watchdog.forget(stream)
                 stream.abort()
                 if isinstance(error, asyncio.CancelledError):
                     raise
@@ -131,6 +137,7 @@ class WriterLink:
     def _break(self, reason: str) -> None:
         log.warning("writer link closed: %s", reason)
         if self._stream is not None:
+            self._watchdog.forget(self._stream)
             self._stream.abort()
         self._stream = None
         for future in self._waiting.values():
@@ -140,8 +147,10 @@ class WriterLink:
 
     async def close(self) -> None:
         if self._stream is not None:
+            self._watchdog.forget(self._stream)
             self._stream.close()
             self._stream = None
+        await self._watchdog.stop()
         if self._reader_task is not None:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
