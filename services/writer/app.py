@@ -28,6 +28,7 @@ from mqstore.services.writer.admission import Admission
 from mqstore.services.writer.handlers import WriterHandlers
 from mqstore.services.writer.metrics import WriterMetrics
 from mqstore.services.writer.openapi import writer_openapi
+from mqstore.services.writer.produce import ProduceCore
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_status import replication_status
 from mqstore.services.writer.topic_gate import TopicGate
@@ -47,6 +48,8 @@ class WriterState:
 STATE = web.AppKey("writer_state", WriterState)
 METRICS = web.AppKey("writer_metrics", WriterMetrics)
 HANDLERS = web.AppKey("writer_handlers", WriterHandlers)
+PRODUCE = web.AppKey("writer_produce", ProduceCore)
+"""The one produce core, which the forward listener shares with the views."""
 ADMISSION = web.AppKey("writer_admission", Admission)
 
 
@@ -64,8 +67,9 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
     metrics = WriterMetrics(store, admission, follower=follower)
     gate = TopicGate(topics or TopicsSettings(), data_dir=store.directory,
                      known=store.topic_names())
-    handlers = WriterHandlers(store, settings, metrics, gate=gate,
-                              master=follower.settings.master if follower else "")
+    core = ProduceCore(store, settings, metrics, gate=gate,
+                       master=follower.settings.master if follower else "")
+    handlers = WriterHandlers(core, store, settings)
     state = WriterState()
     # Middlewares run outermost first: metrics sees the final code of every answer,
     # including the errors the error middleware shapes (admission's 503 among them); an
@@ -83,6 +87,7 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
     app[STATE] = state
     app[METRICS] = metrics
     app[HANDLERS] = handlers
+    app[PRODUCE] = core
     app[ADMISSION] = admission
     router = app.router
     router.add_post("/v1/topics/{topic}/messages", handlers.put_message, name="put_message",

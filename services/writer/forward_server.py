@@ -7,15 +7,16 @@ after it proves the secret this listener publishes in the data directory at star
 and time, so it is the front's alone.  Frames are read and answers written by
 services/common/framing.py (a frame's deadline, the write-buffer bound; at
 `forward_connections_max` the connection with the oldest open frame or handshake is
-closed).  Each request becomes one put or one batch put through the same path as the HTTP
-views (`WriterHandlers.store_messages`: sync flush and sync masters await their
-acknowledgement without blocking the loop), and its answer is written when the put
-completes, so answers may overtake one another.
+closed).  Each request is checked, admitted and stored by the writer's one produce core, as
+the HTTP views' requests are (services/writer/produce.py: the same message and topic rules,
+and sync flush and sync masters await their acknowledgement without blocking the loop), and
+its answer is written when the put completes, so answers may overtake one another.
 
 What the store needs is all that is decoded: the header fields the front passed, and for a
 batch the entry boundaries (RocketMQ's batch layout, below).  Bodies and properties are
 stored byte for byte.  A malformed frame closes the connection (the front reconnects); an
-illegal message answers MESSAGE_ILLEGAL with the reason.
+illegal message answers MESSAGE_ILLEGAL with the reason, a refused topic NO_PERMISSION or
+TOPIC_NOT_EXIST.
 
 A RocketMQ batch body entry (`MessageDecoder.encodeMessages`), back to back:
 
@@ -55,7 +56,7 @@ from mqstore.services.common.framing import (
 )
 from mqstore.services.common.topic_rules import RETRY_PREFIX
 from mqstore.services.common.wire import WireFormatError
-from mqstore.services.writer.handlers import WriterHandlers
+from mqstore.services.writer.produce import ProduceCore, ProduceRefusal
 from mqstore.storage import Message, PutStatus
 
 log = logging.getLogger("mqstore.writer")
@@ -68,8 +69,8 @@ RETRY_TOPIC_PROPERTY = b"RETRY_TOPIC\x01"
 
 
 class ForwardServer:
-    def __init__(self, handlers: WriterHandlers, settings: WriterSettings) -> None:
-        self._handlers = handlers
+    def __init__(self, core: ProduceCore, settings: WriterSettings) -> None:
+        self._core = core
         self._settings = settings
         self._limits = FrameLimits(
             frame_size_bytes_max=settings.forward_frame_size_bytes_max,
@@ -154,15 +155,18 @@ class ForwardServer:
                 await stream.write([encode_answer(answer)])
 
     async def store(self, request: ForwardRequest) -> ForwardAnswer:
+        core = self._core
         try:
+            core.refuse_on_follower()
             messages = self._messages(request)
+            core.check(messages, where="message", batch=request.kind == KIND_BATCH)
+            core.admit((request.topic,), send_back=_is_send_back(request))
         except WireFormatError as error:
             return ForwardAnswer(request.request_id, PutStatus.MESSAGE_ILLEGAL.value, [],
                                  str(error))
-        refused = self._handlers.gate.admit((request.topic,), send_back=_is_send_back(request))
-        if refused is not None:
+        except ProduceRefusal as refused:
             return ForwardAnswer(request.request_id, refused.status, [], refused.reason)
-        results = await self._handlers.store_messages(messages)
+        results = await core.put(messages)
         status = results[0].status
         if not results[0].ok and results[0].physical_offset < 0:
             return ForwardAnswer(request.request_id, status.value, [], results[0].reason)
@@ -172,10 +176,6 @@ class ForwardServer:
                              results[0].reason)
 
     def _messages(self, request: ForwardRequest) -> list[Message]:
-        queue_count = self._settings.topic_queue_count
-        if not 0 <= request.queue_id < queue_count:
-            raise WireFormatError(f"queue id {request.queue_id} is not in 0..{queue_count - 1}"
-                                  f" (writer.topic_queue_count)")
         if request.kind != KIND_BATCH:
             return [self._message(request, request.body, request.flag, request.properties)]
         messages: list[Message] = []
@@ -183,7 +183,7 @@ class ForwardServer:
         position = 0
         outer = _pairs(request.properties)
         while position < len(body):
-            if len(messages) >= self._settings.batch_messages_max:
+            if len(messages) >= self._settings.batch_messages_max:  # before it is all decoded
                 raise WireFormatError(f"batch holds more than {len(messages)} messages "
                                       f"(batch_messages_max)")
             messages.append(self._entry(request, body, position, outer))

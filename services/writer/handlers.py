@@ -1,4 +1,6 @@
-"""The writer's views: parse and check (requests.py), put, shape the answer (statuses.py).
+"""The writer's views: parse (requests.py), check, admit and put through the writer's one
+produce core (produce.py, which the forward listener calls too), shape the answer
+(statuses.py).
 
 Under async flush on an async master a put is a copy into memory (microseconds), so the views
 call the store directly on the event loop.  When a put waits (`store.put_waits`: sync flush, or
@@ -14,7 +16,6 @@ the loop, boundedly: for a segment roll (`allocate_wait_ms`) or a pool buffer
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from aiohttp import web
 from mqstore.services.auth.http_access import require
 from mqstore.services.auth.permissions import Perm, topic
 from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import ServiceError, json_response
+from mqstore.services.common.http import json_response
 from mqstore.services.common.http_bodies import read_body
 from mqstore.services.common.wire import (
     BATCH_MEDIA_TYPE,
@@ -32,18 +33,16 @@ from mqstore.services.common.wire import (
     ResultCodec,
     WireFormatError,
 )
-from mqstore.services.writer.completions import LoopCompletions
-from mqstore.services.writer.metrics import WriterMetrics
+from mqstore.services.writer.produce import ProduceCore
 from mqstore.services.writer.requests import (
-    MessageRules,
     bad_request,
+    messages_from_wire,
     read_json,
     require_media_type,
     wire_message_from_json,
 )
-from mqstore.services.writer.statuses import SUCCESS_HTTP_STATUS, follower_refusal, refusal
-from mqstore.services.writer.topic_gate import TopicGate
-from mqstore.storage import BrokerRole, Message, MessageStore, PutResult, PutStatus
+from mqstore.services.writer.statuses import SUCCESS_HTTP_STATUS, refusal
+from mqstore.storage import Message, MessageStore, PutResult, PutStatus
 
 NOT_SYNCED_NOTE = ("written and readable, but its sync was not confirmed in time: durability "
                    "NOT confirmed")
@@ -52,42 +51,31 @@ NOT_REPLICATED_NOTE = ("written and readable here, but no follower confirmed it:
 
 
 class WriterHandlers:
-    def __init__(self, store: MessageStore, settings: WriterSettings,
-                 metrics: WriterMetrics, *, gate: TopicGate, master: str = "") -> None:
+    def __init__(self, core: ProduceCore, store: MessageStore,
+                 settings: WriterSettings) -> None:
+        self._core = core
         self._store = store
         self._settings = settings
-        self._metrics = metrics
-        self.gate = gate
-        """Which topics a produce may write (topic_gate.py); the forward listener asks it
-        too."""
-        self._rules = MessageRules(store.config, settings,
-                                   write_queue_count=gate.write_queue_count)
-        self._sync = store.put_waits
-        """Sync flush or sync master: await the acknowledgement (the loop never blocks)."""
-        self._completions: LoopCompletions | None = None
-        """Made on the first waiting put, on the serving loop."""
-        self._master = master if store.config.role is BrokerRole.FOLLOWER else None
-        """A follower's master (its writer refuses produce requests), else None."""
 
     # -- views ------------------------------------------------------------------------------
     async def put_message(self, request: web.Request) -> web.Response:
         """POST /v1/topics/{topic}/messages: one JSON message."""
-        self._refuse_on_follower()
+        self._core.refuse_on_follower()
         topic = request.match_info["topic"]
         document = await read_json(request, self._settings)
-        self._rules.check_topic(topic, where="topic")
+        self._core.check_topic(topic, where="topic")
         wire = wire_message_from_json(document, topic=topic, where="message")
-        messages = self._rules.store_messages([wire], where="message", batch=False)
+        messages = messages_from_wire(self._core, [wire], where="message", batch=False)
         results = await self._put(messages, topics=(topic,))
         return json_response(_result_json(results[0], messages[0].queue_id),
                              http_status=SUCCESS_HTTP_STATUS[results[0].status])
 
     async def put_topic_batch(self, request: web.Request) -> web.Response:
         """POST /v1/topics/{topic}/messages/batch: {"messages": [...]} of one topic."""
-        self._refuse_on_follower()
+        self._core.refuse_on_follower()
         topic = request.match_info["topic"]
         document = await read_json(request, self._settings)
-        self._rules.check_topic(topic, where="topic")
+        self._core.check_topic(topic, where="topic")
         if not isinstance(document, dict) or document.keys() != {"messages"}:
             raise bad_request('the body must be an object with one field, "messages"')
         items = document["messages"]
@@ -97,13 +85,13 @@ class WriterHandlers:
                               f"(batch_messages_max)")
         wires = [wire_message_from_json(item, topic=topic, where=f"messages[{index}]")
                  for index, item in enumerate(items)]
-        messages = self._rules.store_messages(wires, where="messages", batch=True)
+        messages = messages_from_wire(self._core, wires, where="messages", batch=True)
         results = await self._put(messages, topics=(topic,))
         return self._json_results(messages, results)
 
     async def put_batch(self, request: web.Request) -> web.Response:
         """POST /v1/batch: a binary batch (wire.BatchCodec), possibly of several topics."""
-        self._refuse_on_follower()
+        self._core.refuse_on_follower()
         require_media_type(request, BATCH_MEDIA_TYPE)
         raw = await read_body(request, timeout_ms=self._settings.body_read_timeout_ms)
         try:
@@ -111,7 +99,7 @@ class WriterHandlers:
         except WireFormatError as error:
             raise bad_request(f"malformed batch: {error}") from None
         require(request, [topic(name, Perm.PUB) for name in sorted({w.topic for w in wires})])
-        messages = self._rules.store_messages(wires, where="message", batch=True)
+        messages = messages_from_wire(self._core, wires, where="message", batch=True)
         results = await self._put(messages, topics=dict.fromkeys(
             [message.topic for message in messages]))
         if RESULT_MEDIA_TYPE not in request.headers.get("Accept", ""):
@@ -126,49 +114,17 @@ class WriterHandlers:
                             content_type=RESULT_MEDIA_TYPE)
 
     # -- helpers ----------------------------------------------------------------------------
-    def _refuse_on_follower(self) -> None:
-        """Before the body is read: a follower's log is only ever its master's."""
-        if self._master is not None:
-            raise follower_refusal(self._master)
-
     async def _put(self, messages: list[Message], *,
                    topics: Iterable[str]) -> list[PutResult]:
         """Store `messages` (one put or one batch put) of the distinct `topics`; raise the
         refusal if nothing was stored.  A batch's results share one status (the store is
         all or nothing)."""
-        refused = self.gate.admit(topics)
-        if refused is not None:
-            raise ServiceError(refused.http_status, refused.status, refused.reason)
-        results = await self.store_messages(messages)
+        self._core.admit(topics)
+        results = await self._core.put(messages)
         status = results[0].status
         if status not in SUCCESS_HTTP_STATUS:
             raise refusal(status, results[0].reason, store=self._store,
                           retry_after_s=self._settings.retry_after_s)
-        return results
-
-    async def store_messages(self, messages: list[Message]) -> list[PutResult]:
-        """Store `messages` (one put or one batch put) and count them; the results share
-        one status.  Used by the HTTP views and the forward listener alike."""
-        store = self._store
-        if self._sync:
-            if self._completions is None:
-                self._completions = LoopCompletions(asyncio.get_running_loop())
-            one: asyncio.Future[PutResult]
-            batch: asyncio.Future[list[PutResult]]
-            if len(messages) == 1:
-                one, deliver_one = self._completions.future()
-                store.put_callback(messages[0], deliver_one)
-                results = [await one]
-            else:
-                batch, deliver_batch = self._completions.future()
-                store.put_batch_callback(messages, deliver_batch)
-                results = await batch
-        else:
-            results = [store.put(messages[0])] if len(messages) == 1 else \
-                store.put_batch(messages)
-        status = results[0].status
-        assert results[-1].status is status, "a batch's results share one status"
-        self._metrics.count_messages(status, len(results))
         return results
 
     def _json_results(self, messages: Sequence[Message],

@@ -32,7 +32,7 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying."
                                "schema": {"type": "string"}}}
 
 def message_schema(config: StoreConfig, settings: WriterSettings) -> dict[str, Any]:
-    """A JSON message as `requests.wire_message_from_json` and `MessageRules` take it."""
+    """A JSON message as `requests.wire_message_from_json` and `ProduceCore.check` take it."""
     body_max = config.message_body_size_bytes_max
     text = {"type": "string", "pattern": TEXT_PATTERN}
     return {

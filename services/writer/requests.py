@@ -1,7 +1,8 @@
-"""Request bodies to store messages: parse, check every rule, choose queues, or refuse.
+"""Request bodies to store messages: parse them, then check every rule and choose queues
+through the writer's produce core (produce.py), or refuse.
 
-Everything a request can get wrong is found here, before the store is touched, so a refused
-request writes nothing.  Answers:
+Everything a request can get wrong is found here or there, before the store is touched, so a
+refused request writes nothing.  Answers:
 
 | problem                                                         | HTTP | status         |
 |-----------------------------------------------------------------|------|----------------|
@@ -25,7 +26,7 @@ one message is illegal.  Errors name the message: `messages[3].queue_id` for JSO
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 
 from aiohttp import web
@@ -34,9 +35,9 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
 from mqstore.services.common.http_bodies import parse_json, read_body
 from mqstore.services.common.json_numbers import json_integer
-from mqstore.services.common.queue_choice import RoundRobinQueues
 from mqstore.services.common.wire import WireMessage
-from mqstore.storage import Message, StoreConfig, TopicNameError, validate_topic
+from mqstore.services.writer.produce import ProduceCore, illegal
+from mqstore.storage import Message
 from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
 
 TEXT_PATTERN = r"^[^\x01\x02]+$"
@@ -54,10 +55,6 @@ RESERVED_PROPERTIES = frozenset({PROPERTY_TAGS, PROPERTY_KEYS})
 
 def bad_request(reason: str) -> ServiceError:
     return ServiceError(400, "BAD_REQUEST", reason)
-
-
-def illegal(reason: str, *, http_status: int = 400) -> ServiceError:
-    return ServiceError(http_status, "MESSAGE_ILLEGAL", reason)
 
 
 def require_media_type(request: web.Request, media_type: str) -> None:
@@ -135,68 +132,19 @@ def _json_body(document: dict[str, object], *, where: str) -> bytes:
         raise bad_request(f"{where}.body_base64 is not valid base64: {error}") from None
 
 
-class MessageRules:
-    """The writer's checks on messages, and the queue choice for messages without one."""
-
-    def __init__(self, config: StoreConfig, settings: WriterSettings, *,
-                 write_queue_count: Callable[[str], int | None] = lambda topic: None) -> None:
-        """`write_queue_count`: the queues a created topic has (None: topic_queue_count);
-        messages that name no queue go round robin over those."""
-        self._write_queue_count = write_queue_count
-        self._topic_size_bytes_max = config.topic_size_bytes_max
-        self._body_size_bytes_max = config.message_body_size_bytes_max
-        self._batch_size_bytes_max = config.put_batch_size_bytes_max
-        self._queue_count = settings.topic_queue_count
-        self.queues = RoundRobinQueues(queue_count=settings.topic_queue_count)
-
-    def check_topic(self, topic: str, *, where: str) -> None:
-        try:
-            validate_topic(topic, size_bytes_max=self._topic_size_bytes_max)
-        except TopicNameError as error:
-            raise illegal(f"{where}: {error}") from None
-
-    def store_messages(self, messages: Sequence[WireMessage], *,
-                       where: str, batch: bool) -> list[Message]:
-        """Check every message and choose queues (one per topic for the whole request);
-        the first problem raises, naming `where` (with `[index]` for a batch)."""
-        chosen: dict[str, int] = {}
-        body_max, queue_count = self._body_size_bytes_max, self._queue_count
-        total_bytes = 0
-        result = []
-        for index, message in enumerate(messages):
-            topic, body, queue_id = message.topic, message.body, message.queue_id
-            if topic not in chosen:
-                self.check_topic(topic, where=_at(where, index, batch) + ".topic")
-                chosen[topic] = -1
-            if queue_id is None:
-                queue_id = chosen[topic]
-                if queue_id < 0:
-                    queue_id = chosen[topic] = self.queues.choose(
-                        topic, queue_count=self._write_queue_count(topic))
-            elif not 0 <= queue_id < queue_count:
-                raise illegal(f"{_at(where, index, batch)}.queue_id={queue_id} must be in "
-                              f"0..{queue_count - 1} (topic_queue_count={queue_count})")
-            size = len(body)
-            if not 0 < size <= body_max:
-                raise self._body_size_error(size, where=_at(where, index, batch) + ".body")
-            total_bytes += size
-            if message.properties is not None and not RESERVED_PROPERTIES.isdisjoint(
-                    message.properties):
-                raise illegal(f"{_at(where, index, batch)}.properties must not set "
-                              f"{sorted(RESERVED_PROPERTIES)}: use the tags and keys fields")
-            result.append(Message(topic, queue_id, body, message.tags, message.keys,
-                                  message.properties))
-        if total_bytes > self._batch_size_bytes_max:
-            raise illegal(f"the request's bodies total {total_bytes} bytes; one put holds at "
-                          f"most {self._batch_size_bytes_max} (put_batch_size_bytes_max)",
-                          http_status=413)
-        return result
-
-    def _body_size_error(self, size: int, *, where: str) -> ServiceError:
-        if size == 0:
-            return illegal(f"{where} is empty (RocketMQ refuses empty bodies too)")
-        return illegal(f"{where} is {size} bytes; the maximum is {self._body_size_bytes_max} "
-                       f"(message_body_size_bytes_max)", http_status=413)
+def messages_from_wire(core: ProduceCore, wires: Sequence[WireMessage], *, where: str,
+                       batch: bool) -> list[Message]:
+    """The messages of one request, checked by the produce core (which chooses the queue
+    of each that names none); the first problem raises, naming `where`."""
+    queue_ids = core.check(wires, where=where, batch=batch)
+    messages = []
+    for index, (wire, queue_id) in enumerate(zip(wires, queue_ids, strict=True)):
+        if wire.properties is not None and not RESERVED_PROPERTIES.isdisjoint(wire.properties):
+            raise illegal(f"{_at(where, index, batch)}.properties must not set "
+                          f"{sorted(RESERVED_PROPERTIES)}: use the tags and keys fields")
+        messages.append(Message(wire.topic, queue_id, wire.body, wire.tags, wire.keys,
+                                wire.properties))
+    return messages
 
 
 def _at(where: str, index: int, batch: bool) -> str:

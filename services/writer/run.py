@@ -25,7 +25,7 @@ from mqstore.services.common.lifecycle import serve
 from mqstore.services.common.logs import configure_logging
 from mqstore.services.common.loops import run_service
 from mqstore.services.common.tls_settings import client_context, server_context
-from mqstore.services.writer.app import HANDLERS, STATE, create_app
+from mqstore.services.writer.app import PRODUCE, STATE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_master import ReplicationServer
@@ -108,7 +108,7 @@ async def _serve(config: ServiceConfig) -> int:
         try:
             app = create_app(store, settings, follower=client, topics=config.topics,
                              users=users, auth=config.auth)
-            forward = ForwardServer(app[HANDLERS], settings) if (
+            forward = ForwardServer(app[PRODUCE], settings) if (
                 settings.forward_enabled and client is None) else None
             if forward is not None:
                 await forward.start(data_dir=config.data_dir)

@@ -42,14 +42,6 @@ assert {status.value for status in PutStatus} == set(STATUS_NAMES[:len(PutStatus
 SUCCESS_HTTP_STATUS = {PutStatus.PUT_OK: 200, PutStatus.FLUSH_DISK_TIMEOUT: 202,
                        PutStatus.FLUSH_SLAVE_TIMEOUT: 202, PutStatus.SLAVE_NOT_AVAILABLE: 202}
 """Statuses of a put that stored its messages (all but PUT_OK: stored, not confirmed)."""
-FOLLOWER_HTTP_STATUS = 403
-
-
-def follower_refusal(master: str) -> ServiceError:
-    """The answer of a follower's writer to a produce request."""
-    return ServiceError(FOLLOWER_HTTP_STATUS, PutStatus.SERVICE_NOT_AVAILABLE.value,
-                        f"this writer is a follower of {master} (store.role=follower): it only "
-                        f"copies the master's log; produce to the master")
 
 
 def refusal(status: PutStatus, reason: str, *, store: MessageStore,

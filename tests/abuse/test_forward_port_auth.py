@@ -25,7 +25,7 @@ from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest, en
 from mqstore.services.common.remoting_settings import RemotingSettings
 from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError
 from mqstore.services.notifier.remoting.writer_link import WriterLink
-from mqstore.services.writer.app import HANDLERS, create_app
+from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore, StoreConfig
 from tests.services.serving import run
@@ -46,7 +46,7 @@ def store(tmp_path: Path) -> Iterator[MessageStore]:
 @asynccontextmanager
 async def listening(store: MessageStore, **settings: Any) -> AsyncIterator[int]:
     writer_settings = WriterSettings(forward_port=0, topic_queue_count=8, **settings)
-    server = ForwardServer(create_app(store, writer_settings)[HANDLERS], writer_settings)
+    server = ForwardServer(create_app(store, writer_settings)[PRODUCE], writer_settings)
     port = await server.start(data_dir=store.directory)
     try:
         yield port

@@ -17,7 +17,7 @@ import pytest
 
 from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
-from mqstore.services.writer.app import HANDLERS, create_app
+from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import GetStatus, Message, MessageStore, PutStatus
 from mqstore.storage.dispatch.indexer import Indexer
@@ -64,7 +64,7 @@ def test_a_prepared_message_through_the_forward_port_stops_no_dispatch(tmp_path:
     settings = WriterSettings(forward_port=0)
     with MessageStore.open(directory, writer_config()) as writer, \
             Indexer.open(directory, indexer_config()) as indexer:
-        server = ForwardServer(create_app(writer, settings)[HANDLERS], settings)
+        server = ForwardServer(create_app(writer, settings)[PRODUCE], settings)
         for topic, sysflag in (("Orders", PREPARED), ("Orders", 0), ("Other", 0)):
             request = ForwardRequest(0, KIND_SINGLE, 0, sysflag, 0, 1_700_000_000_000, 0,
                                      "10.0.0.1:5000", topic, b"", b"body-" + topic.encode())

@@ -20,7 +20,7 @@ from mqstore.services.common.topics_settings import TopicsSettings
 from mqstore.services.notifier.remoting.codes import TOPIC_NOT_EXIST
 from mqstore.services.notifier.remoting.send import STATUS_CODES
 from mqstore.services.notifier.remoting.topics import TopicConfig, TopicTable
-from mqstore.services.writer.app import HANDLERS, create_app
+from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import Message, MessageStore, StoreConfig
 from tests.services.notifier_stack import notifier_app, settings
@@ -57,7 +57,7 @@ def test_a_deleted_topic_is_refused_by_the_writer_until_created_again(
     assert status == 404
     assert answer["error"]["status"] == "TOPIC_NOT_EXIST"
     settings = WriterSettings(forward_port=0)
-    server = ForwardServer(create_app(store, settings)[HANDLERS], settings)
+    server = ForwardServer(create_app(store, settings)[PRODUCE], settings)
     forwarded = run(lambda: server.store(ForwardRequest(
         0, KIND_SINGLE, 0, 0, 0, 1_700_000_000_000, 0, "10.0.0.1:5000", "Orders", b"", b"x")))
     assert STATUS_CODES[forwarded.status] == TOPIC_NOT_EXIST

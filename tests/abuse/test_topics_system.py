@@ -16,7 +16,7 @@ from mqstore.services.common.config_file import WriterSettings
 from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
 from mqstore.services.notifier.remoting.codes import NO_PERMISSION
 from mqstore.services.notifier.remoting.send import STATUS_CODES
-from mqstore.services.writer.app import HANDLERS, create_app
+from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore, StoreConfig
 from tests.services.serving import run
@@ -56,7 +56,7 @@ def _forward(topic: str, properties: bytes) -> ForwardRequest:
 def test_remoting_sends_to_system_topics_are_refused_but_send_back_is_not(
         store: MessageStore) -> None:
     settings = WriterSettings(forward_port=0)
-    server = ForwardServer(create_app(store, settings)[HANDLERS], settings)
+    server = ForwardServer(create_app(store, settings)[PRODUCE], settings)
     for topic in SYSTEM_TOPICS:
         answer = run(lambda topic=topic: server.store(_forward(topic, b"")))
         assert answer.status == "NO_PERMISSION", topic

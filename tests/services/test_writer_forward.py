@@ -13,7 +13,7 @@ from mqstore.services.common.forward_wire import (
     encode_request,
 )
 from mqstore.services.common.framing import FramedStream, FrameLimits, open_framed_connection
-from mqstore.services.writer.app import HANDLERS, create_app
+from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore
 from tests.remoting.client import batch_body, properties
@@ -30,7 +30,7 @@ def _request(kind: int, body: bytes, *, props: bytes = b"", queue_id: int = 1) -
 
 def _server(store: MessageStore) -> ForwardServer:
     settings = WriterSettings(forward_port=0)
-    return ForwardServer(create_app(store, settings)[HANDLERS], settings)
+    return ForwardServer(create_app(store, settings)[PRODUCE], settings)
 
 
 def test_one_message_is_stored_with_the_clients_fields(store: MessageStore) -> None:
@@ -62,7 +62,7 @@ def test_malformed_batches_and_queues_are_refused_with_the_reason(store: Message
         "runs past the batch": good[:-1] + b"",
         "20-byte head": good + b"\0\0\0",
         "holds no message": b"",
-        "not in 0..7": None,
+        "must be in 0..7": None,
     }
     server = _server(store)
     for reason, body in cases.items():
