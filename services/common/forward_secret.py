@@ -11,52 +11,31 @@ TCP port the settings, `up` and the operator already name, and not for a data di
 whose path is over the 107 bytes a socket path may hold.  The writer makes a new secret at
 every start (`publish_secret`) and removes it at stop; the front reads it at every connect.
 
-Handshake, as frames of services/common/framing.py (a 4-byte length, then the payload),
-big-endian, before any request:
-
-    writer → front  HELLO, 40 bytes
-        0   4   magic          b"MQFH"
-        4   1   version        1
-        5   3   reserved       zero
-        8   32  writer_nonce   random
-    front → writer  FRONT_PROOF, 64 bytes
-        0   32  front_nonce    random
-        32  32  proof          HMAC-SHA256(secret, b"mqstore front" + writer_nonce + front_nonce)
-    writer → front  WRITER_PROOF, 32 bytes (only if the front's proof matched; otherwise
-                    the writer closes the connection)
-        0   32  proof          HMAC-SHA256(secret, b"mqstore writer" + writer_nonce + front_nonce)
-
-Each proof covers both fresh nonces and a label naming who proves (as the replication
-handshake, services/writer/replication_handshake.py), so a recorded proof is good for no
-other connection and no other side; proofs are compared in constant time.
+The handshake is services/common/mutual_proof.py's (magic b"MQFH", the writer listening,
+the front dialing), each message sent as one frame of services/common/framing.py, before
+any request.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import secrets
-import struct
 from pathlib import Path
 
 from mqstore.services.common.framing import FramedStream, TransportError, framed
+from mqstore.services.common.mutual_proof import (
+    DIALER_PROOF,
+    HELLO,
+    LISTENER_PROOF,
+    MutualProof,
+    ProofError,
+)
 
 SECRET_FILE_NAME = "forward-secret"
 SECRET_SIZE_BYTES = 32
 """256 random bits, written as 64 hex digits: beyond guessing, offline or online."""
-MAGIC = b"MQFH"
-VERSION = 1
-NONCE_SIZE_BYTES = 32
-HELLO = struct.Struct(">4sB3x32s")
-FRONT_PROOF = struct.Struct(">32s32s")
-WRITER_PROOF = struct.Struct(">32s")
-assert HELLO.size == 40
-assert FRONT_PROOF.size == 64
-assert WRITER_PROOF.size == 32
-assert hashlib.sha256().digest_size == WRITER_PROOF.size
-FRONT_LABEL = b"mqstore front"
-WRITER_LABEL = b"mqstore writer"
+FORWARD = MutualProof(magic=b"MQFH", listener="writer", dialer="front",
+                      port_hint="is writer_address the writer's forward port?")
 
 
 class ForwardAuthError(TransportError):
@@ -99,46 +78,33 @@ def read_secret(path: Path) -> bytes:
     return secret
 
 
-def _proof(secret: bytes, *, label: bytes, writer_nonce: bytes, front_nonce: bytes) -> bytes:
-    assert len(writer_nonce) == NONCE_SIZE_BYTES
-    assert len(front_nonce) == NONCE_SIZE_BYTES
-    return hmac.new(secret, label + writer_nonce + front_nonce, hashlib.sha256).digest()
-
-
-async def _exact_frame(stream: FramedStream, layout: struct.Struct, what: str) -> bytes:
-    frame = await stream.read_frame(frame_size_bytes_max=layout.size)
-    if frame is None or len(frame) != layout.size:
-        raise ForwardAuthError(f"expected the {layout.size}-byte {what}, got "
+async def _exact_frame(stream: FramedStream, size_bytes: int, what: str) -> bytes:
+    frame = await stream.read_frame(frame_size_bytes_max=size_bytes)
+    if frame is None or len(frame) != size_bytes:
+        raise ForwardAuthError(f"expected the {size_bytes}-byte {what}, got "
                                f"{'nothing' if frame is None else f'{len(frame)} bytes'}")
     return frame
 
 
 async def check_front(stream: FramedStream, secret: bytes) -> None:
     """The writer's side: ForwardAuthError (close the connection) unless the peer proves."""
-    writer_nonce = os.urandom(NONCE_SIZE_BYTES)
-    await stream.write(framed(HELLO.pack(MAGIC, VERSION, writer_nonce)))
-    front_nonce, theirs = FRONT_PROOF.unpack(await _exact_frame(stream, FRONT_PROOF,
-                                                                "front proof"))
-    expected = _proof(secret, label=FRONT_LABEL, writer_nonce=writer_nonce,
-                      front_nonce=front_nonce)
-    if not hmac.compare_digest(expected, theirs):
-        raise ForwardAuthError("the peer's proof does not match the forward secret")
-    await stream.write(framed(_proof(secret, label=WRITER_LABEL, writer_nonce=writer_nonce,
-                                      front_nonce=front_nonce)))
+    hello, writer_nonce = FORWARD.hello()
+    await stream.write(framed(hello))
+    answer = await _exact_frame(stream, DIALER_PROOF.size, "front proof")
+    try:
+        mine = FORWARD.listener_proof(secret, writer_nonce, answer)
+    except ProofError as error:
+        raise ForwardAuthError(str(error)) from None
+    await stream.write(framed(mine))
 
 
 async def prove_front(stream: FramedStream, secret: bytes) -> None:
     """The front's side: ForwardAuthError unless the listener is the writer of `secret`."""
-    magic, version, writer_nonce = HELLO.unpack(await _exact_frame(stream, HELLO, "hello"))
-    if magic != MAGIC or version != VERSION:
-        raise ForwardAuthError(f"not a writer's forward listener (magic {magic!r}, version "
-                               f"{version}); is writer_address its forward port?")
-    front_nonce = os.urandom(NONCE_SIZE_BYTES)
-    mine = _proof(secret, label=FRONT_LABEL, writer_nonce=writer_nonce,
-                  front_nonce=front_nonce)
-    await stream.write(framed(FRONT_PROOF.pack(front_nonce, mine)))
-    (theirs,) = WRITER_PROOF.unpack(await _exact_frame(stream, WRITER_PROOF, "writer proof"))
-    expected = _proof(secret, label=WRITER_LABEL, writer_nonce=writer_nonce,
-                      front_nonce=front_nonce)
-    if not hmac.compare_digest(expected, theirs):
-        raise ForwardAuthError("the writer's proof does not match the forward secret")
+    try:
+        hello = await _exact_frame(stream, HELLO.size, "hello")
+        answer, writer_nonce, front_nonce = FORWARD.dialer_proof(secret, hello)
+        await stream.write(framed(answer))
+        FORWARD.check_listener(secret, writer_nonce, front_nonce,
+                               await _exact_frame(stream, LISTENER_PROOF.size, "writer proof"))
+    except ProofError as error:
+        raise ForwardAuthError(str(error)) from None

@@ -26,15 +26,9 @@ import ssl
 import time
 import typing
 
+from mqstore.services.common.mutual_proof import HELLO, LISTENER_PROOF, ProofError
 from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
-from mqstore.services.writer.replication_handshake import (
-    HELLO,
-    MASTER_PROOF,
-    HandshakeError,
-    check_master,
-    decode_hello,
-    follower_answer,
-)
+from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_protocol import FrameReader, ProtocolError, encode_report
 from mqstore.storage import MessageStore, SegmentCreateError, StoreError
 
@@ -151,7 +145,7 @@ class MasterConnection(asyncio.Protocol):
         master streams only after the first report)."""
         transport = self._transport
         assert transport is not None
-        expected = HELLO.size if not self._master_nonce else MASTER_PROOF.size
+        expected = HELLO.size if not self._master_nonce else LISTENER_PROOF.size
         needed = expected - len(self._handshake)
         self._handshake += data[:needed]
         rest = data[needed:]
@@ -159,13 +153,12 @@ class MasterConnection(asyncio.Protocol):
             return b""
         message, self._handshake = bytes(self._handshake), bytearray()
         if not self._master_nonce:
-            self._master_nonce = decode_hello(message)
-            answer, self._follower_nonce = follower_answer(self._client.secret,
-                                                           self._master_nonce)
+            answer, self._master_nonce, self._follower_nonce = REPLICATION.dialer_proof(
+                self._client.secret, message)
             transport.write(answer)
             return self._authenticate(rest) if rest else b""
-        check_master(self._client.secret, master_nonce=self._master_nonce,
-                     follower_nonce=self._follower_nonce, data=message)
+        REPLICATION.check_listener(self._client.secret, self._master_nonce,
+                                   self._follower_nonce, message)
         self.authenticated = True
         position = self._replication.written_position
         transport.write(encode_report(position))
@@ -195,7 +188,7 @@ class MasterConnection(asyncio.Protocol):
             if not self.authenticated:
                 data = self._authenticate(data)
             self._frames.feed(data, self._on_frame)
-        except (ProtocolError, SegmentCreateError, HandshakeError) as error:
+        except (ProtocolError, SegmentCreateError, ProofError) as error:
             self._client._failed(str(error))
             self.close(str(error))
             return

@@ -34,14 +34,9 @@ import threading
 import time
 import typing
 
+from mqstore.services.common.mutual_proof import DIALER_PROOF, ProofError
 from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
-from mqstore.services.writer.replication_handshake import (
-    FOLLOWER_PROOF,
-    HandshakeError,
-    check_follower,
-    encode_hello,
-    new_nonce,
-)
+from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_protocol import (
     ProtocolError,
     ReportReader,
@@ -151,7 +146,7 @@ class FollowerSession(asyncio.Protocol):
         self._closing = False
         self._last_report_s = self._last_send_s = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
-        self._master_nonce = new_nonce()
+        self._hello, self._master_nonce = REPLICATION.hello()
         self._handshake = bytearray()
         self.authenticated = False
         """The follower proved the secret; until then it gets no log byte and confirms
@@ -171,7 +166,7 @@ class FollowerSession(asyncio.Protocol):
         high = WRITE_BUFFER_BATCHES * self._settings.batch_bytes_max
         transport.set_write_buffer_limits(high=high, low=high // 2)
         self._server.sessions.add(self)
-        transport.write(encode_hello(self._master_nonce))
+        transport.write(self._hello)
         self._timer = asyncio.get_running_loop().call_later(
             self._settings.handshake_timeout_ms / 1000, self._handshake_expired)
 
@@ -232,15 +227,15 @@ class FollowerSession(asyncio.Protocol):
         """Collect the follower's proof; return what came after it (its first report)."""
         if self._closing:
             return b""
-        needed = FOLLOWER_PROOF.size - len(self._handshake)
+        needed = DIALER_PROOF.size - len(self._handshake)
         self._handshake += data[:needed]
-        if len(self._handshake) < FOLLOWER_PROOF.size:
+        if len(self._handshake) < DIALER_PROOF.size:
             return b""
         assert self._transport is not None
         try:
-            answer = check_follower(self._server.secret, self._master_nonce,
-                                    bytes(self._handshake))
-        except HandshakeError as error:
+            answer = REPLICATION.listener_proof(self._server.secret, self._master_nonce,
+                                                bytes(self._handshake))
+        except ProofError as error:
             log.warning("follower refused", extra={"follower": self.name, "error": str(error)})
             self.close(str(error))
             return b""

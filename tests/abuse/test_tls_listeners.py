@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 from mqstore.services.cli.up import Supervisor, UpOptions
-from mqstore.services.writer.replication_handshake import HELLO, MAGIC
+from mqstore.services.common.mutual_proof import HELLO
+from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_protocol import encode_report
 from tests.abuse.transport_sockets import listening_addresses
 from tests.integration.three_services import free_ports
@@ -131,5 +132,5 @@ def test_the_replication_listener_serves_tls_and_refuses_plaintext(
     ports, certificate = served
     with tls_connection(ports["replication"], certificate.client_context()) as connection:
         hello = read_exactly(connection, HELLO.size)
-    assert hello.startswith(MAGIC)
-    assert MAGIC not in plaintext_answer(ports["replication"], encode_report(0))
+    assert hello.startswith(REPLICATION.magic)
+    assert REPLICATION.magic not in plaintext_answer(ports["replication"], encode_report(0))

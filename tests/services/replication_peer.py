@@ -6,23 +6,18 @@ from __future__ import annotations
 import asyncio
 import ssl
 
-from mqstore.services.writer.replication_handshake import (
-    HELLO,
-    MASTER_PROOF,
-    check_master,
-    decode_hello,
-    follower_answer,
-)
+from mqstore.services.common.mutual_proof import HELLO, LISTENER_PROOF
+from mqstore.services.writer.replication_handshake import REPLICATION
 
 
 async def handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
                     secret: bytes) -> None:
     """The follower's half: answer the hello, check the master's proof."""
-    master_nonce = decode_hello(await reader.readexactly(HELLO.size))
-    answer, follower_nonce = follower_answer(secret, master_nonce)
+    answer, master_nonce, follower_nonce = REPLICATION.dialer_proof(
+        secret, await reader.readexactly(HELLO.size))
     writer.write(answer)
-    check_master(secret, master_nonce=master_nonce, follower_nonce=follower_nonce,
-                 data=await reader.readexactly(MASTER_PROOF.size))
+    REPLICATION.check_listener(secret, master_nonce, follower_nonce,
+                               await reader.readexactly(LISTENER_PROOF.size))
 
 
 async def open_follower(port: int, *, secret: bytes = b"", ssl_context: ssl.SSLContext | None

@@ -11,21 +11,15 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.cli.up import Supervisor, UpOptions
+from mqstore.services.common.forward_secret import FORWARD
+from mqstore.services.common.mutual_proof import DIALER_PROOF, ProofError
 from mqstore.services.common.replication_settings import (
     ReplicationSettings,
     is_loopback,
     load_secret,
 )
 from mqstore.services.writer.replication_follower import ReplicationClient
-from mqstore.services.writer.replication_handshake import (
-    FOLLOWER_PROOF,
-    HandshakeError,
-    check_follower,
-    check_master,
-    encode_hello,
-    follower_answer,
-    new_nonce,
-)
+from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_master import ReplicationServer
 from mqstore.storage import BrokerRole, ConfigError, MessageStore
 from tests.conftest import small_config
@@ -62,18 +56,20 @@ def test_a_secret_is_read_without_its_newline_and_must_be_long_enough(tmp_path: 
 
 
 def test_proofs_bind_the_secret_both_nonces_and_the_side() -> None:
-    master_nonce = new_nonce()
-    answer, follower_nonce = follower_answer(SECRET, master_nonce)
-    master_proof = check_follower(SECRET, master_nonce, answer)
-    check_master(SECRET, master_nonce=master_nonce, follower_nonce=follower_nonce,
-                 data=master_proof)
-    with pytest.raises(HandshakeError):
-        check_follower(b"another secret of enough bytes", master_nonce, answer)
-    with pytest.raises(HandshakeError):
-        check_follower(SECRET, new_nonce(), answer)  # replayed to another connection
-    with pytest.raises(HandshakeError):  # the master's proof reflected as a follower's
-        check_follower(SECRET, master_nonce, follower_nonce + master_proof)
-    assert len(answer) == FOLLOWER_PROOF.size
+    hello, master_nonce = REPLICATION.hello()
+    answer, heard_nonce, follower_nonce = REPLICATION.dialer_proof(SECRET, hello)
+    assert heard_nonce == master_nonce
+    master_proof = REPLICATION.listener_proof(SECRET, master_nonce, answer)
+    REPLICATION.check_listener(SECRET, master_nonce, follower_nonce, master_proof)
+    with pytest.raises(ProofError):
+        REPLICATION.listener_proof(b"another secret of enough bytes", master_nonce, answer)
+    with pytest.raises(ProofError):  # replayed to another connection
+        REPLICATION.listener_proof(SECRET, REPLICATION.hello()[1], answer)
+    with pytest.raises(ProofError):  # the master's proof reflected as a follower's
+        REPLICATION.listener_proof(SECRET, master_nonce, follower_nonce + master_proof)
+    with pytest.raises(ProofError, match="not a master's hello"):  # another link's hello
+        REPLICATION.dialer_proof(SECRET, FORWARD.hello()[0])
+    assert len(answer) == DIALER_PROOF.size
 
 
 def test_a_follower_refuses_a_master_that_does_not_know_the_secret(tmp_path: Path) -> None:
@@ -86,8 +82,8 @@ def test_a_follower_refuses_a_master_that_does_not_know_the_secret(tmp_path: Pat
 
         async def fake_master(reader: asyncio.StreamReader,
                               writer: asyncio.StreamWriter) -> None:
-            writer.write(encode_hello(new_nonce()))
-            await reader.readexactly(FOLLOWER_PROOF.size)
+            writer.write(REPLICATION.hello()[0])
+            await reader.readexactly(DIALER_PROOF.size)
             writer.write(b"\x00" * 32)  # not the proof
             answered.set()
             await reader.read()  # until the follower hangs up
