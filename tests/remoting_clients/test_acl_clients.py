@@ -8,11 +8,23 @@ route lookup with 16 and the remark, so the client finds no route and its send f
 whose signature is good but who lacks PUB gets the route and is refused at the send: the
 exception carries 16 and the broker's remark.
 
+A user with good credentials but no right on a consumer group cannot take it over (issue 22,
+finding 8): while a real Java push consumer consumes, another user keeps sending heartbeats
+that join its group with another subscription (a newer subVersion) and unregisters from it;
+each is refused NO_PERMISSION and the consumer receives every message once.  Before, a Java
+push consumer under that attack received 2 of 20 messages.
+
 These run against mqstore only: the RocketMQ peer runs without ACL.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from mqstore.services.notifier.remoting import codes
+from tests.remoting.client import RemotingClient, heartbeat
 from tests.remoting.up_process import mqstore_up
 from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import JavaClients, ScenarioError
@@ -33,6 +47,8 @@ NOT_FOUND_TOPIC_EXCEPTION = 10005
 """The Java client's own code (ClientErrorCode) for a send that found no route."""
 APP = {"access_key": "app-user", "secret_key": "app-secret-1234"}
 READER = {"access_key": "reader-user", "secret_key": "reader-secret-1234"}
+MALLORY = {"access_key": "mallory", "secret_key": "mallory-secret-1234"}
+"""Signs well, and may use only a topic and a group of her own."""
 USERS_FILE = f"""\
 accounts:
   - accessKey: {APP["access_key"]}
@@ -43,6 +59,10 @@ accounts:
     secretKey: {READER["secret_key"]}
     defaultTopicPerm: SUB
     defaultGroupPerm: SUB
+  - accessKey: {MALLORY["access_key"]}
+    secretKey: {MALLORY["secret_key"]}
+    topicPerms: [mallory-topic=PUB|SUB]
+    groupPerms: [mallory-group=SUB]
   - accessKey: services-admin
     secretKey: services-admin-secret
     admin: true
@@ -150,3 +170,61 @@ def test_the_go_client_without_credentials_or_pub_is_refused(go_client: GoClient
         go_client.run(namesrv=acl_namesrv, topic=topic, count=1, **READER)
     assert (f"produce: send 0: CODE: 16, DESC: request code 10 refused: AccessKey "
             f"{READER['access_key']} lacks PUB on topic {topic}") in str(refusal.value)
+
+
+def _signed(ext: dict[str, str], body: bytes) -> dict[str, str]:
+    """`ext` signed as AclClientRPCHook signs it, with Mallory's own credentials."""
+    fields = dict(ext, AccessKey=MALLORY["access_key"])
+    content = "".join(fields[key] for key in sorted(fields)).encode() + body
+    digest = hmac.new(MALLORY["secret_key"].encode(), content, hashlib.sha1).digest()
+    return dict(fields, Signature=base64.b64encode(digest).decode())
+
+
+class Hijacker:
+    """Joins `group` with another subscription of `topic` and leaves it, in a loop, until
+    stopped; keeps every answer code."""
+
+    def __init__(self, address: str, *, group: str, topic: str) -> None:
+        self.answers: list[int] = []
+        self._address, self._group, self._topic = address, group, topic
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    def __enter__(self) -> Hijacker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=60)
+        assert not self._thread.is_alive(), "the hijacker did not stop"
+
+    async def _run(self) -> None:
+        client = await RemotingClient.connect(self._address)
+        document = json.loads(heartbeat("mallory@1#1", self._group, self._topic, "hijacked"))
+        for consumer in document["consumerDataSet"]:
+            for subscription in consumer["subscriptionDataSet"]:
+                subscription["subVersion"] = 2**40  # newer than any real client's
+        body = json.dumps(document).encode()
+        leave = {"clientID": "mallory@1#1", "producerGroup": "", "consumerGroup": self._group}
+        try:
+            while not self._stopping.is_set():
+                joined = await client.request(codes.HEART_BEAT, _signed({}, body), body)
+                left = await client.request(codes.UNREGISTER_CLIENT, _signed(leave, b""))
+                self.answers += [joined.code, left.code]
+                await asyncio.sleep(0.05)
+        finally:
+            await client.close()
+
+
+def test_a_user_without_rights_on_a_group_cannot_hijack_a_java_push_consumer(
+        java_clients: JavaClients, acl_namesrv: str) -> None:
+    topic = new_topic()
+    group = f"g-{topic}-push-concurrently"  # the scenario's group (Scenarios.java)
+    with Hijacker(acl_namesrv, group=group, topic=topic) as hijacker:
+        result = java_clients.run("push-concurrently", namesrv=acl_namesrv, topic=topic,
+                                  count=COUNT, mode="sync", **APP)
+    assert result["sent"] == COUNT, result
+    assert_all_received(result, expected=COUNT)
+    assert len(hijacker.answers) >= 20, hijacker.answers
+    assert set(hijacker.answers) == {NO_PERMISSION}, hijacker.answers
