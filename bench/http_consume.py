@@ -47,7 +47,7 @@ import redis_peer
 from harness import BODY
 
 from mqstore.client import AsyncConsumer, OutgoingMessage
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, BatchCodec
 
 QUEUE_COUNTS = (72, 600)
 PRODUCE_BATCH = 256

@@ -54,7 +54,7 @@ import redis_peer
 from harness import BODY
 
 from mqstore.client import AsyncProducer, OutgoingMessage
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, RESULT_MEDIA_TYPE, BatchCodec
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, RESULT_MEDIA_TYPE, BatchCodec
 
 BATCH = 256
 TOPIC = "Bench"

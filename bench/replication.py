@@ -52,7 +52,7 @@ from typing import Any
 import aiohttp
 import uvloop
 
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
 
 MQSTORE = [sys.executable, "-P", "-m", "mqstore.services.cli"]
 BODY = bytes(range(256)) * 4

@@ -41,7 +41,7 @@ from harness import BODY
 
 sys.path.append(str(Path(__file__).parents[1]))
 from mqstore.client import OutgoingMessage
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, RESULT_MEDIA_TYPE, BatchCodec
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, RESULT_MEDIA_TYPE, BatchCodec
 
 TOPIC = "BenchTls"
 QUEUES = 8

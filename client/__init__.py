@@ -28,7 +28,7 @@ from mqstore.client.errors import (
 )
 from mqstore.client.producer import Producer
 from mqstore.client.results import SendResult
-from mqstore.services.common.wire import WireMessage as OutgoingMessage
+from mqstore.services.common.http.batch_wire import WireMessage as OutgoingMessage
 
 __all__ = [
     "AsyncConsumer",

@@ -20,7 +20,7 @@ from mqstore.client.calls import Call, base_path, batch_call, message_call
 from mqstore.client.errors import UnavailableError
 from mqstore.client.results import SendResult, retry_after_s
 from mqstore.services.auth.http_signature import signer_for
-from mqstore.services.common.wire import WireMessage
+from mqstore.services.common.http.batch_wire import WireMessage
 
 _sleep = asyncio.sleep
 

@@ -20,7 +20,7 @@ from mqstore.client.results import (
     result_from_json,
     results_from_binary,
 )
-from mqstore.services.common.wire import (
+from mqstore.services.common.http.batch_wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
     BatchCodec,

@@ -20,7 +20,7 @@ from mqstore.client.calls import Call, base_path, batch_call, message_call
 from mqstore.client.connection import RetryingConnection
 from mqstore.client.results import SendResult
 from mqstore.services.auth.http_signature import signer_for
-from mqstore.services.common.wire import WireMessage
+from mqstore.services.common.http.batch_wire import WireMessage
 
 
 class Producer:

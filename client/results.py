@@ -13,7 +13,7 @@ from mqstore.client.errors import (
     ServerError,
     UnavailableError,
 )
-from mqstore.services.common.wire import ResultCodec, WireFormatError, msg_id
+from mqstore.services.common.http.batch_wire import ResultCodec, WireFormatError, msg_id
 
 SUCCESS_HTTP_STATUSES = (200, 202)
 

@@ -1,4 +1,4 @@
-"""The Broker's ConfigMap: the one config file (services/common/config_file.py) that the
+"""The Broker's ConfigMap: the one config file (services/common/settings/config_file.py) that the
 init container and the three containers read, and the hash that rolls the pods."""
 
 from __future__ import annotations

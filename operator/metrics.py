@@ -1,6 +1,7 @@
 """The operator's own Prometheus metrics: reconcile passes, failures and durations.
 
-No `_created` series (see services/common/metrics.py): Prometheus would store them as gauges.
+No `_created` series (see services/common/observability/metrics.py): Prometheus would store them
+as gauges.
 """
 
 from __future__ import annotations

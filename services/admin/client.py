@@ -94,7 +94,7 @@ def _json_object(answer: bytes) -> dict[str, Any] | None:
 
 def _refusal(what: str, status: int, document: dict[str, Any] | None,
              answer: bytes) -> AdminError:
-    """The server's uniform error body (services/common/http.py) as one line."""
+    """The server's uniform error body (services/common/http/answers.py) as one line."""
     error = (document or {}).get("error")
     if isinstance(error, dict):
         reason = f"{error.get('status', '')}: {error.get('reason', '')}"

@@ -1,10 +1,11 @@
 """Where the services are: the URLs the admin commands call, found the way the other
 commands find them.
 
-Precedence, lowest first: `mqstore up`'s defaults on 127.0.0.1 (services/common/local_ports.py),
-the services' config file (`--config`: each section's host and port, https when its `tls`
-section is on), then the URLs given (`--url` for the notifier, as `mqstore consume` takes
-it, `--writer-url` as `mqstore produce --url` takes it, `--indexer-url`).
+Precedence, lowest first: `mqstore up`'s defaults on 127.0.0.1
+(services/common/process/local_ports.py), the services' config file (`--config`: each
+section's host and port, https when its `tls` section is on), then the URLs given (`--url`
+for the notifier, as `mqstore consume` takes it, `--writer-url` as `mqstore produce --url`
+takes it, `--indexer-url`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mqstore.services.admin.client import AdminError
-from mqstore.services.common.config_file import load_config
-from mqstore.services.common.local_ports import UP_PORTS
-from mqstore.services.common.tls_settings import client_context
+from mqstore.services.common.process.local_ports import UP_PORTS
+from mqstore.services.common.settings.config_file import load_config
+from mqstore.services.common.settings.tls import client_context
 from mqstore.storage import ConfigError
 
 DEFAULT_HOST = "127.0.0.1"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from mqstore.services.auth.permissions import UsersFileError
 from mqstore.services.auth.users import Users
 from mqstore.services.auth.users_file import load_users
-from mqstore.services.common.auth_settings import AuthSettings
+from mqstore.services.common.settings.auth import AuthSettings
 
 
 def users_of(settings: AuthSettings) -> Users | None:

@@ -11,7 +11,7 @@
 Credentials are checked before the body is read (the body's hash is a signed header), so
 a caller without a secret cannot make the service read a body.  With authentication off
 (no users file) the middleware marks every request as allowed and `require` passes.
-Refusals use the uniform error body (services/common/http.py).
+Refusals use the uniform error body (services/common/http/answers.py).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from mqstore.services.auth.http_signature import (
 )
 from mqstore.services.auth.permissions import ADMIN, Need
 from mqstore.services.auth.users import Account, Users
-from mqstore.services.common.http import Handler, ServiceError
+from mqstore.services.common.http.answers import Handler, ServiceError
 
 Rule = Callable[[web.Request], list[Need]] | None
 """What a route needs, from its path and query; None: open to anyone."""

@@ -323,7 +323,7 @@ def _add_preallocate(commands: Commands) -> None:
 
 def _preallocate(arguments: argparse.Namespace) -> int:
     from mqstore.services.cli.preallocate import preallocate_first_segment  # noqa: PLC0415
-    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.common.settings.config_file import load_config  # noqa: PLC0415
 
     print(preallocate_first_segment(load_config(arguments.config)))
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from mqstore.services.common.config_file import ServiceConfig
+from mqstore.services.common.settings.config_file import ServiceConfig
 from mqstore.storage import ConfigError, StoreError
 from mqstore.storage.files.io import make_directories
 from mqstore.storage.files.segment import CommitLogSegment

@@ -1,7 +1,7 @@
 """The commands that run services: `mqstore writer`, `indexer`, `notifier` (one service each,
 as a Broker pod's containers run them) and `mqstore up` (all three as its children).
 
-A service started by `up` dies with it (services/common/parent_death.py).  A store lock or
+A service started by `up` dies with it (services/common/process/parent_death.py).  A store lock or
 a port another process holds is a usage error: one line, exit 2, never a traceback.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqstore.services.cli.options import UsageError, add_command
-from mqstore.services.common.local_ports import UP_PORTS
+from mqstore.services.common.process.local_ports import UP_PORTS
 from mqstore.storage import StoreLockedError
 
 UP_PORT_HELP = {
@@ -62,7 +62,7 @@ def _service_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 def _writer(arguments: argparse.Namespace) -> int:
     # Imported here: the other commands need neither aiohttp nor prometheus-client.
-    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.common.settings.config_file import load_config  # noqa: PLC0415
     from mqstore.services.writer import run_writer  # noqa: PLC0415
     from mqstore.services.writer.run import with_role  # noqa: PLC0415
     from mqstore.storage import BrokerRole  # noqa: PLC0415
@@ -74,7 +74,7 @@ def _writer(arguments: argparse.Namespace) -> int:
 
 
 def _indexer(arguments: argparse.Namespace) -> int:
-    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.common.settings.config_file import load_config  # noqa: PLC0415
     from mqstore.services.indexer.run import run_indexer  # noqa: PLC0415
 
     config = load_config(arguments.config)
@@ -82,7 +82,7 @@ def _indexer(arguments: argparse.Namespace) -> int:
 
 
 def _notifier(arguments: argparse.Namespace) -> int:
-    from mqstore.services.common.config_file import load_config  # noqa: PLC0415
+    from mqstore.services.common.settings.config_file import load_config  # noqa: PLC0415
     from mqstore.services.notifier import run_notifier  # noqa: PLC0415
 
     config = load_config(arguments.config)
@@ -92,7 +92,7 @@ def _notifier(arguments: argparse.Namespace) -> int:
 def _run_service(run: Callable[[], int]) -> int:
     """Run a service: under `mqstore up` it dies with `up`; a lock or a port another process
     holds is one line and exit 2, not a traceback."""
-    from mqstore.services.common.parent_death import (  # noqa: PLC0415
+    from mqstore.services.common.process.parent_death import (  # noqa: PLC0415
         follow_parent_from_environment,
     )
 

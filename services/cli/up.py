@@ -53,9 +53,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqstore.services.cli.options import discard_stdout
-from mqstore.services.common.config_file import ENV_DATA_DIR, NotifierSettings, load_config
-from mqstore.services.common.parent_death import ENV_PARENT_PID
-from mqstore.services.common.tls_settings import client_context
+from mqstore.services.common.process.parent_death import ENV_PARENT_PID
+from mqstore.services.common.settings.config_file import ENV_DATA_DIR, NotifierSettings, load_config
+from mqstore.services.common.settings.tls import client_context
 
 SERVICES = ("writer", "indexer", "notifier")
 REPLICATION_SECRET_FILE = "replication-secret"

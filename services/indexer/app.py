@@ -27,10 +27,10 @@ from prometheus_client.registry import Collector
 from mqstore.services.auth.http_access import access_middleware
 from mqstore.services.auth.http_rules import INDEXER_RULES
 from mqstore.services.auth.users import Users
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import IndexerSettings
-from mqstore.services.common.http import add_common_routes, error_middleware, json_response
-from mqstore.services.common.metrics import CounterSpec, GaugeSpec, new_registry
+from mqstore.services.common.http.answers import add_common_routes, error_middleware, json_response
+from mqstore.services.common.observability.metrics import CounterSpec, GaugeSpec, new_registry
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import IndexerSettings
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.indexer.openapi import indexer_openapi
 from mqstore.storage.dispatch.indexer import Indexer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqstore.services.common import openapi
+from mqstore.services.common.http import openapi
 
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",

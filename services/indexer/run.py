@@ -15,11 +15,11 @@ import asyncio
 import logging
 
 from mqstore.services.auth import users_of
-from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import serve
-from mqstore.services.common.logs import configure_logging
-from mqstore.services.common.loops import run_service
-from mqstore.services.common.tls_settings import server_context
+from mqstore.services.common.observability.logs import configure_logging
+from mqstore.services.common.process.lifecycle import serve
+from mqstore.services.common.process.loops import run_service
+from mqstore.services.common.settings.config_file import ServiceConfig
+from mqstore.services.common.settings.tls import server_context
 from mqstore.services.indexer.app import STATE, create_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.storage.dispatch.indexer import Indexer

@@ -33,15 +33,15 @@ from mqstore.services.auth.http_access import access_middleware
 from mqstore.services.auth.http_rules import NOTIFIER_RULES
 from mqstore.services.auth.http_signature import Signer
 from mqstore.services.auth.users import Users
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import NotifierSettings, WriterSettings
-from mqstore.services.common.http import add_common_routes, error_middleware
-from mqstore.services.common.http_bodies import (
+from mqstore.services.common.http.answers import add_common_routes, error_middleware
+from mqstore.services.common.http.bodies import (
     ExpectHandler,
     body_size_expect_handler,
     body_size_middleware,
 )
-from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
+from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.notifier.answers import behind_bytes_max
 from mqstore.services.notifier.handlers import NotifierHandlers
 from mqstore.services.notifier.held import HeldPulls
@@ -91,7 +91,7 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     starts and stops with the app, and the notices wake its held pulls too.  `topics`: the
     process's topic table, shared with the front (default: one of the app's own, with the writer's
     default queue count).  `indexer_ssl`: how the notice stream verifies an https indexer
-    (services/common/tls_settings.py).  `users`: who may do what (services/auth; None:
+    (services/common/settings/tls.py).  `users`: who may do what (services/auth; None:
     anyone may do anything); `auth` bounds their signed requests and names the account the
     notice stream is read with."""
     state = NotifierState()

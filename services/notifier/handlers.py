@@ -15,8 +15,8 @@ from aiohttp import web
 from mqstore.services.auth.http_access import require
 from mqstore.services.auth.permissions import Perm
 from mqstore.services.auth.permissions import topic as need_topic
-from mqstore.services.common.config_file import NotifierSettings
-from mqstore.services.common.http import ServiceError, json_response
+from mqstore.services.common.http.answers import ServiceError, json_response
+from mqstore.services.common.settings.config_file import NotifierSettings
 from mqstore.services.notifier.answers import message_json
 from mqstore.services.notifier.held import HeldPullsClientFullError, HeldPullsFullError
 from mqstore.services.notifier.metrics import STATUS_KEY, held_marker

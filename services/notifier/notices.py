@@ -34,8 +34,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from mqstore.services.auth.http_signature import Signer
 from mqstore.services.auth.users import Users
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import NotifierSettings
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import NotifierSettings
 from mqstore.services.notifier.held import NOTICE, REFRESH, HeldPulls
 from mqstore.services.notifier.metrics import NotifierMetrics
 from mqstore.storage import ConfigError, StoreError

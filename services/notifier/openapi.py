@@ -10,8 +10,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from mqstore.services.common import openapi
-from mqstore.services.common.config_file import NotifierSettings, WriterSettings
+from mqstore.services.common.http import openapi
+from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
 from mqstore.services.notifier import pulls, requests
 from mqstore.services.notifier.requests import (
     DEFAULT_MAX_MESSAGES,

@@ -24,10 +24,10 @@ from decimal import Decimal
 
 from aiohttp import web
 
-from mqstore.services.common.config_file import NotifierSettings
-from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
-from mqstore.services.common.http_bodies import parse_json, read_body
-from mqstore.services.common.json_numbers import json_integer
+from mqstore.services.common.http.answers import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.http.bodies import parse_json, read_body
+from mqstore.services.common.http.json_numbers import json_integer
+from mqstore.services.common.settings.config_file import NotifierSettings
 from mqstore.storage import TopicNameError, validate_topic
 from mqstore.storage.files.consumer_offsets import (
     OFFSET_MAX,
@@ -139,7 +139,8 @@ def tags_of(value: object) -> list[str] | None:
 async def read_json_object(request: web.Request, *, fields: frozenset[str],
                            settings: NotifierSettings) -> dict[str, object]:
     """The body as a JSON object with no fields but `fields`, read within
-    `body_read_timeout_ms` and nested at most `json_depth_max` deep (http_bodies.py)."""
+    `body_read_timeout_ms` and nested at most `json_depth_max` deep
+    (services/common/http/bodies.py)."""
     if request.content_type != JSON_MEDIA_TYPE:
         raise ServiceError(415, "UNSUPPORTED_MEDIA_TYPE",
                            f"Content-Type must be {JSON_MEDIA_TYPE}, not "

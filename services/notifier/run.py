@@ -16,12 +16,12 @@ import logging
 import urllib.parse
 
 from mqstore.services.auth import users_of
-from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import serve
-from mqstore.services.common.logs import configure_logging
-from mqstore.services.common.loops import run_service
-from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.common.tls_settings import client_context, server_context
+from mqstore.services.common.observability.logs import configure_logging
+from mqstore.services.common.process.lifecycle import serve
+from mqstore.services.common.process.loops import run_service
+from mqstore.services.common.settings.config_file import ServiceConfig
+from mqstore.services.common.settings.remoting import RemotingSettings
+from mqstore.services.common.settings.tls import client_context, server_context
 from mqstore.services.notifier.app import create_app
 from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.services.notifier.remoting.topics import TopicTable

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from mqstore.services.common.http import ServiceError, json_response
-from mqstore.services.common.topic_rules import is_system_topic
+from mqstore.services.common.http.answers import ServiceError, json_response
+from mqstore.services.common.topics.rules import is_system_topic
 from mqstore.services.notifier.remoting.codes import MESSAGE_ILLEGAL, RemotingError
 from mqstore.services.notifier.remoting.topics import PERM_READ_WRITE, TopicConfig, TopicTable
 from mqstore.services.notifier.requests import check_topic, query_int

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from mqstore.services.common.http import ServiceError
+from mqstore.services.common.http.answers import ServiceError
 
 BUSY_STATUS = "SYSTEM_BUSY"
 """The error body's status (RocketMQ's response code for the same refusal)."""

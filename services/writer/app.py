@@ -2,7 +2,7 @@
 
     POST /v1/topics/{topic}/messages         one JSON message
     POST /v1/topics/{topic}/messages/batch   {"messages": [...]}, one topic
-    POST /v1/batch                           binary batch (wire.BatchCodec), any topics
+    POST /v1/batch                           binary batch (batch_wire.BatchCodec), any topics
     GET  /v1/replication                     role, followers and their lag (replication_status)
     GET  /healthz /readyz /metrics /openapi.json
 
@@ -19,11 +19,11 @@ from aiohttp import web
 from mqstore.services.auth.http_access import access_middleware
 from mqstore.services.auth.http_rules import WRITER_RULES
 from mqstore.services.auth.users import Users
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import add_common_routes, error_middleware, json_response
-from mqstore.services.common.http_bodies import body_size_expect_handler, body_size_middleware
-from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.common.http.answers import add_common_routes, error_middleware, json_response
+from mqstore.services.common.http.bodies import body_size_expect_handler, body_size_middleware
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.writer.admission import Admission
 from mqstore.services.writer.handlers import WriterHandlers
 from mqstore.services.writer.metrics import WriterMetrics

@@ -1,11 +1,11 @@
 """`ForwardServer`: the writer's listener for sends the remoting front forwards.
 
 The front (services/notifier/remoting/writer_link.py) keeps one connection open and pipelines
-requests on it (layout: services/common/forward_wire.py).  A connection is served only
+requests on it (layout: services/common/links/forward_wire.py).  A connection is served only
 after it proves the secret this listener publishes in the data directory at start
-(services/common/forward_secret.py): the port takes stores of any topic, queue, born host
+(services/common/links/forward_secret.py): the port takes stores of any topic, queue, born host
 and time, so it is the front's alone.  Frames are read and answers written by
-services/common/framing.py (a frame's deadline, the write-buffer bound; at
+services/common/links/framing.py (a frame's deadline, the write-buffer bound; at
 `forward_connections_max` the connection with the oldest open frame or handshake is
 closed).  Each request is checked, admitted and stored by the writer's one produce core, as
 the HTTP views' requests are (services/writer/produce.py: the same message and topic rules,
@@ -33,29 +33,29 @@ import logging
 import struct
 from pathlib import Path
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.forward_secret import (
+from mqstore.services.common.http.batch_wire import WireFormatError
+from mqstore.services.common.links.forward_secret import (
     ForwardAuthError,
     check_front,
     publish_secret,
     withdraw_secret,
 )
-from mqstore.services.common.forward_wire import (
+from mqstore.services.common.links.forward_wire import (
     KIND_BATCH,
     ForwardAnswer,
     ForwardRequest,
     decode_request,
     encode_answer,
 )
-from mqstore.services.common.framing import (
+from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
     oldest_open_frame,
     start_framed_server,
 )
-from mqstore.services.common.topic_rules import RETRY_PREFIX
-from mqstore.services.common.wire import WireFormatError
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.common.topics.rules import RETRY_PREFIX
 from mqstore.services.writer.produce import ProduceCore, ProduceRefusal
 from mqstore.storage import Message, PutStatus
 

@@ -23,16 +23,16 @@ from aiohttp import web
 
 from mqstore.services.auth.http_access import require
 from mqstore.services.auth.permissions import Perm, topic
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import json_response
-from mqstore.services.common.http_bodies import read_body
-from mqstore.services.common.wire import (
+from mqstore.services.common.http.answers import json_response
+from mqstore.services.common.http.batch_wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
     BatchCodec,
     ResultCodec,
     WireFormatError,
 )
+from mqstore.services.common.http.bodies import read_body
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer.produce import ProduceCore
 from mqstore.services.writer.requests import (
     bad_request,
@@ -90,7 +90,7 @@ class WriterHandlers:
         return self._json_results(messages, results)
 
     async def put_batch(self, request: web.Request) -> web.Response:
-        """POST /v1/batch: a binary batch (wire.BatchCodec), possibly of several topics."""
+        """POST /v1/batch: a binary batch (batch_wire.BatchCodec), possibly of several topics."""
         self._core.refuse_on_follower()
         require_media_type(request, BATCH_MEDIA_TYPE)
         raw = await read_body(request, timeout_ms=self._settings.body_read_timeout_ms)

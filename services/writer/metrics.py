@@ -42,7 +42,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
-from mqstore.services.common.metrics import (
+from mqstore.services.common.observability.metrics import (
     CounterSpec,
     GaugeSpec,
     GaugeValue,

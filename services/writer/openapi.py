@@ -1,7 +1,7 @@
 """The writer's OpenAPI document, built beside its handlers and served at `/openapi.json`.
 
-The binary layouts are documented once, in `wire.BatchCodec` and `wire.ResultCodec`; their
-docstrings are the descriptions here.
+The binary layouts are documented once, in `batch_wire.BatchCodec` and
+`batch_wire.ResultCodec`; their docstrings are the descriptions here.
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from mqstore.services.common import openapi
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.wire import (
+from mqstore.services.common.http import openapi
+from mqstore.services.common.http.batch_wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
     STATUS_NAMES,
     BatchCodec,
     ResultCodec,
 )
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import replication_status, statuses
 from mqstore.services.writer.requests import (
     BASE64_PATTERN,

@@ -9,7 +9,7 @@ steps, so a rule holds on every door or on none:
              bytes), the request's bodies together (`put_batch_size_bytes_max`) and its
              message count (`batch_messages_max`); a message that names no queue gets one
              (round robin per topic over the queues it was created with, one choice per
-             topic per request: services/common/queue_choice.py)
+             topic per request: services/common/topics/queue_choice.py)
     admit    the topic rules (topic_gate.py): system, `%RETRY%` and `%DLQ%` topics, deleted
              topics, `topics.auto_create` and `topics.topics_max`
     put      one put or one batch put; under sync flush or a sync master the put awaits its
@@ -29,9 +29,9 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import ServiceError
-from mqstore.services.common.queue_choice import RoundRobinQueues
+from mqstore.services.common.http.answers import ServiceError
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.common.topics.queue_choice import RoundRobinQueues
 from mqstore.services.writer.completions import LoopCompletions
 from mqstore.services.writer.metrics import WriterMetrics
 from mqstore.services.writer.topic_gate import TopicGate

@@ -26,8 +26,8 @@ import ssl
 import time
 import typing
 
-from mqstore.services.common.mutual_proof import HELLO, LISTENER_PROOF, ProofError
-from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
+from mqstore.services.common.links.mutual_proof import HELLO, LISTENER_PROOF, ProofError
+from mqstore.services.common.settings.replication import ReplicationSettings, load_secret
 from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_protocol import FrameReader, ProtocolError, encode_report
 from mqstore.storage import MessageStore, SegmentCreateError, StoreError
@@ -57,7 +57,7 @@ class ReplicationClient:
                  ssl_context: ssl.SSLContext | None = None) -> None:
         assert not store.config.role.is_master
         self._ssl = ssl_context
-        """TLS to the master, verifying its certificate (services/common/tls_settings.py)."""
+        """TLS to the master, verifying its certificate (services/common/settings/tls.py)."""
         self.store = store
         self.settings = settings
         self.state = FollowerState(master=settings.master)

@@ -2,17 +2,17 @@
 master sends it any log byte, and the master proves the same to the follower.
 
 Both sides hold one secret (`replication.secret_file`).  The exchange is
-services/common/mutual_proof.py's (magic b"MQRH", the master listening, the follower
+services/common/links/mutual_proof.py's (magic b"MQRH", the master listening, the follower
 dialing), as plain bytes before the stream of RocketMQ's HA layout
 (replication_protocol.py): then the follower, having checked the master's proof, sends its
 first report and the stream runs as before.  Without a secret (allowed only on a loopback
-listener, replication_settings.py) the key is empty: the exchange then proves nothing, but
-both sides run one code path.
+listener, services/common/settings/replication.py) the key is empty: the exchange then
+proves nothing, but both sides run one code path.
 """
 
 from __future__ import annotations
 
-from mqstore.services.common.mutual_proof import MutualProof
+from mqstore.services.common.links.mutual_proof import MutualProof
 
 REPLICATION = MutualProof(
     magic=b"MQRH", listener="master", dialer="follower",

@@ -34,8 +34,8 @@ import threading
 import time
 import typing
 
-from mqstore.services.common.mutual_proof import DIALER_PROOF, ProofError
-from mqstore.services.common.replication_settings import ReplicationSettings, load_secret
+from mqstore.services.common.links.mutual_proof import DIALER_PROOF, ProofError
+from mqstore.services.common.settings.replication import ReplicationSettings, load_secret
 from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_protocol import (
     ProtocolError,

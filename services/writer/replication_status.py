@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqstore.services.common.metrics import GaugeSpec, GaugeValue
+from mqstore.services.common.observability.metrics import GaugeSpec, GaugeValue
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.storage import BrokerRole, MessageStore
 

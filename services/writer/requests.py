@@ -31,11 +31,11 @@ from decimal import Decimal
 
 from aiohttp import web
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.http import JSON_MEDIA_TYPE, ServiceError
-from mqstore.services.common.http_bodies import parse_json, read_body
-from mqstore.services.common.json_numbers import json_integer
-from mqstore.services.common.wire import WireMessage
+from mqstore.services.common.http.answers import JSON_MEDIA_TYPE, ServiceError
+from mqstore.services.common.http.batch_wire import WireMessage
+from mqstore.services.common.http.bodies import parse_json, read_body
+from mqstore.services.common.http.json_numbers import json_integer
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer.produce import ProduceCore, illegal
 from mqstore.storage import Message
 from mqstore.storage.format.properties import PROPERTY_KEYS, PROPERTY_TAGS
@@ -66,7 +66,7 @@ def require_media_type(request: web.Request, media_type: str) -> None:
 
 async def read_json(request: web.Request, settings: WriterSettings) -> object:
     """The JSON body, read within `body_read_timeout_ms` and nested at most
-    `json_depth_max` deep (http_bodies.py)."""
+    `json_depth_max` deep (services/common/http/bodies.py)."""
     require_media_type(request, JSON_MEDIA_TYPE)
     raw = await read_body(request, timeout_ms=settings.body_read_timeout_ms)
     return parse_json(raw, depth_max=settings.json_depth_max)

@@ -20,11 +20,11 @@ import logging
 import socket
 
 from mqstore.services.auth import users_of
-from mqstore.services.common.config_file import ServiceConfig
-from mqstore.services.common.lifecycle import serve
-from mqstore.services.common.logs import configure_logging
-from mqstore.services.common.loops import run_service
-from mqstore.services.common.tls_settings import client_context, server_context
+from mqstore.services.common.observability.logs import configure_logging
+from mqstore.services.common.process.lifecycle import serve
+from mqstore.services.common.process.loops import run_service
+from mqstore.services.common.settings.config_file import ServiceConfig
+from mqstore.services.common.settings.tls import client_context, server_context
 from mqstore.services.writer.app import PRODUCE, STATE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.services.writer.replication_follower import ReplicationClient

@@ -32,8 +32,8 @@ refuses before it reaches the store, so "neither failed nor closed" means the di
 
 from __future__ import annotations
 
-from mqstore.services.common.http import ServiceError
-from mqstore.services.common.wire import STATUS_NAMES
+from mqstore.services.common.http.answers import ServiceError
+from mqstore.services.common.http.batch_wire import STATUS_NAMES
 from mqstore.storage import MessageStore, PutStatus
 
 assert {status.value for status in PutStatus} == set(STATUS_NAMES[:len(PutStatus)]), \

@@ -21,7 +21,7 @@ refuses it once it looked at the file again (`topics_file_check_interval_ms`).  
 topic that holds queues still counts: its files stay on the volume (docs/http-api.md,
 "Topics: creation and deletion"), so cycles of creating and deleting topics cannot grow the
 volume past the bound.  Known topics that passed the system topic rules
-(services/common/topic_rules.py) are remembered, so the common case costs a set lookup per
+(services/common/topics/rules.py) are remembered, so the common case costs a set lookup per
 topic.
 """
 
@@ -31,8 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from mqstore.services.common.topic_rules import TopicsWatcher, system_topic_refusal
-from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.common.settings.topics import TopicsSettings
+from mqstore.services.common.topics.rules import TopicsWatcher, system_topic_refusal
 
 NO_PERMISSION = "NO_PERMISSION"
 TOPIC_NOT_EXIST = "TOPIC_NOT_EXIST"

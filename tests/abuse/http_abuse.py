@@ -19,7 +19,7 @@ GUARD_S = 30.0
 async def served(app: web.Application, *, header_read_timeout_ms: int = 10_000
                  ) -> AsyncIterator[int]:
     """Serve `app` on 127.0.0.1 as `lifecycle.serve` does; yield its port."""
-    from mqstore.services.common.http_server import GuardedRunner  # noqa: PLC0415
+    from mqstore.services.common.http.server import GuardedRunner  # noqa: PLC0415
 
     runner = GuardedRunner(app, header_read_timeout_ms=header_read_timeout_ms,
                            access_log=None, shutdown_timeout=1)

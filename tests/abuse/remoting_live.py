@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets

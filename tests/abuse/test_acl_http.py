@@ -23,9 +23,13 @@ from mqstore.services.auth import load_users
 from mqstore.services.auth.http_rules import INDEXER_RULES, NOTIFIER_RULES, WRITER_RULES
 from mqstore.services.auth.http_signature import sign_headers
 from mqstore.services.auth.users import Users
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import IndexerSettings, NotifierSettings, WriterSettings
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import (
+    IndexerSettings,
+    NotifierSettings,
+    WriterSettings,
+)
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.notifier import create_app as create_notifier_app
 from mqstore.services.writer import create_app as create_writer_app

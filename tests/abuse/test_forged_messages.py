@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting.codes import RemotingError
 from mqstore.services.notifier.remoting.queries import record_at
 from mqstore.services.notifier.remoting.service import RemotingFront

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.forward_secret import publish_secret, secret_path
-from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest, encode_request
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.links.forward_secret import publish_secret, secret_path
+from mqstore.services.common.links.forward_wire import KIND_SINGLE, ForwardRequest, encode_request
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError
 from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.services.writer.app import PRODUCE, create_app

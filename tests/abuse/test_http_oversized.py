@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore
 from tests.abuse.http_abuse import closed, connect, read_answer, served

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.services.writer.app import METRICS
 from mqstore.storage import MessageStore

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command

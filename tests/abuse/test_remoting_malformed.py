@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.forward_secret import SECRET_SIZE_BYTES
-from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.links.forward_secret import SECRET_SIZE_BYTES
+from mqstore.services.common.links.forward_wire import KIND_SINGLE, ForwardRequest
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.codes import RemotingError
 from mqstore.services.notifier.remoting.context import Peer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.forward_wire import ForwardAnswer, ForwardRequest
+from mqstore.services.common.links.forward_wire import ForwardAnswer, ForwardRequest
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command

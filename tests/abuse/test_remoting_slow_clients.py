@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting import codes
 from mqstore.services.notifier.remoting.frame import Command, encode
 from mqstore.services.notifier.remoting.service import RemotingFront

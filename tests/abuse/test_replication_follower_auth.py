@@ -13,8 +13,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from mqstore.services.common.mutual_proof import HELLO
-from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.services.common.links.mutual_proof import HELLO
+from mqstore.services.common.settings.replication import ReplicationSettings
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_master import ReplicationServer
 from mqstore.services.writer.replication_protocol import (

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from mqstore.services.cli.up import Supervisor, UpOptions
-from mqstore.services.common.mutual_proof import HELLO
+from mqstore.services.common.links.mutual_proof import HELLO
 from mqstore.services.writer.replication_handshake import REPLICATION
 from mqstore.services.writer.replication_protocol import encode_report
 from tests.abuse.transport_sockets import listening_addresses

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
-from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.common.links.forward_wire import KIND_SINGLE, ForwardRequest
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.notifier.remoting.codes import TOPIC_NOT_EXIST
 from mqstore.services.notifier.remoting.send import STATUS_CODES
 from mqstore.services.notifier.remoting.topics import TopicConfig, TopicTable

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore, StoreConfig
 from tests.services.serving import run

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
+from mqstore.services.common.links.forward_wire import KIND_SINGLE, ForwardRequest
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.notifier.remoting.codes import NO_PERMISSION
 from mqstore.services.notifier.remoting.send import STATUS_CODES
 from mqstore.services.writer.app import PRODUCE, create_app

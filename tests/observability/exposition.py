@@ -18,7 +18,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mqstore.operator import metrics as operator_metrics
-from mqstore.services.common.config_file import IndexerSettings, WriterSettings
+from mqstore.services.common.settings.config_file import IndexerSettings, WriterSettings
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.writer import create_app as create_writer_app

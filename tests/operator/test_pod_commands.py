@@ -12,7 +12,7 @@ from mqstore.operator.config_map import build_config_map
 from mqstore.operator.spec import parse_spec
 from mqstore.operator.statefulset import build_statefulset
 from mqstore.services.cli.command import main
-from mqstore.services.common.config_file import load_config
+from mqstore.services.common.settings.config_file import load_config
 from mqstore.services.writer.run import resolve_role
 from mqstore.storage import BrokerRole, FlushMode
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mqstore.services.auth import load_users
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting.context import Front
 from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.storage import StoreConfig

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mqstore.services.common.forward_wire import (
+from mqstore.services.common.http.batch_wire import WireFormatError
+from mqstore.services.common.links.forward_wire import (
     KIND_BATCH,
     ForwardAnswer,
     ForwardRequest,
@@ -13,7 +14,6 @@ from mqstore.services.common.forward_wire import (
     encode_answer,
     encode_request,
 )
-from mqstore.services.common.wire import WireFormatError
 
 
 def test_a_request_round_trips() -> None:

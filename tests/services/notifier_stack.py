@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import IndexerSettings, NotifierSettings
+from mqstore.services.common.settings.config_file import IndexerSettings, NotifierSettings
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.notifier import create_app

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 
-from mqstore.services.common.mutual_proof import HELLO, LISTENER_PROOF
+from mqstore.services.common.links.mutual_proof import HELLO, LISTENER_PROOF
 from mqstore.services.writer.replication_handshake import REPLICATION
 
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore
 

@@ -25,7 +25,7 @@ from mqstore.client import (
 )
 from mqstore.client.backoff import Backoff
 from mqstore.client.consumer_calls import Request
-from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore
 from mqstore.storage.files.segment import CommitLogSegment

@@ -9,8 +9,8 @@ import pytest
 
 from mqstore.client import AsyncProducer, BadRequestError, OutgoingMessage, Producer
 from mqstore.services.auth import load_users
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.storage import MessageStore
 from tests.services.serving import app_on_thread

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.config_file import load_config
+from mqstore.services.common.settings.config_file import load_config
 from mqstore.storage import ConfigError, FlushMode, PreallocateMethod, StoreConfig
 
 FILE = """\

@@ -1,5 +1,5 @@
 """The frame reader and flow-controlled writer every binary link uses
-(services/common/framing.py): bounds on what a peer may send, and what it may leave unread."""
+(services/common/links/framing.py): bounds on what a peer may send, and what it may leave unread."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mqstore.services.common.framing import (
+from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import IndexerSettings
+from mqstore.services.common.settings.config_file import IndexerSettings
 from mqstore.services.indexer.app import create_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.indexer.openapi import indexer_openapi

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from mqstore.services.common.config_file import IndexerSettings
+from mqstore.services.common.settings.config_file import IndexerSettings
 from mqstore.services.indexer.app import create_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.storage import Message, MessageStore

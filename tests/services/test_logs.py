@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mqstore.services.common.logs import configure_logging
+from mqstore.services.common.observability.logs import configure_logging
 
 
 @pytest.fixture

@@ -40,8 +40,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from mqstore.services.common.config_file import IndexerSettings, WriterSettings
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.settings.config_file import IndexerSettings, WriterSettings
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.indexer.openapi import indexer_openapi

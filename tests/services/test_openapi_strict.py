@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mqstore.services.common.config_file import NotifierSettings, WriterSettings
+from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
 from mqstore.services.notifier.openapi import notifier_openapi
 from mqstore.services.writer.openapi import writer_openapi
 from mqstore.storage import Message, MessageStore, StoreConfig

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.forward_wire import KIND_SINGLE, ForwardRequest
+from mqstore.services.common.links.forward_wire import KIND_SINGLE, ForwardRequest
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore

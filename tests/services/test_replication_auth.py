@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mqstore.services.cli.up import Supervisor, UpOptions
-from mqstore.services.common.forward_secret import FORWARD
-from mqstore.services.common.mutual_proof import DIALER_PROOF, ProofError
-from mqstore.services.common.replication_settings import (
+from mqstore.services.common.links.forward_secret import FORWARD
+from mqstore.services.common.links.mutual_proof import DIALER_PROOF, ProofError
+from mqstore.services.common.settings.replication import (
     ReplicationSettings,
     is_loopback,
     load_secret,

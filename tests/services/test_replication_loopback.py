@@ -13,8 +13,8 @@ from typing import TypeVar
 import pytest
 import uvloop
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.replication_settings import ReplicationSettings
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.common.settings.replication import ReplicationSettings
 from mqstore.services.writer import create_app
 from mqstore.services.writer.openapi import writer_openapi
 from mqstore.services.writer.replication_follower import ReplicationClient

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.config_file import load_config
+from mqstore.services.common.settings.config_file import load_config
 from mqstore.services.writer.run import resolve_role, with_role
 from mqstore.storage import BrokerRole, ConfigError
 

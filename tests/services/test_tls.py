@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.config_file import load_config
-from mqstore.services.common.replication_settings import ReplicationSettings
-from mqstore.services.common.tls_settings import TlsSettings, client_context, server_context
+from mqstore.services.common.settings.config_file import load_config
+from mqstore.services.common.settings.replication import ReplicationSettings
+from mqstore.services.common.settings.tls import TlsSettings, client_context, server_context
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_master import ReplicationServer
 from mqstore.storage import BrokerRole, ConfigError, Message, MessageStore

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqstore.services.common.wire import (
+from mqstore.services.common.http.batch_wire import (
     STATUS_NAMES,
     BatchCodec,
     ResultCodec,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.http.batch_wire import BATCH_MEDIA_TYPE, BatchCodec, WireMessage
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.storage import MessageStore
 from tests.services.serving import run, writer_client
 

@@ -6,8 +6,7 @@ import base64
 import os
 from pathlib import Path
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.wire import (
+from mqstore.services.common.http.batch_wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
     BatchCodec,
@@ -15,6 +14,7 @@ from mqstore.services.common.wire import (
     WireMessage,
     msg_id,
 )
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.storage import FlushMode, MessageStore
 from tests.conftest import small_config
 from tests.services.serving import run, writer_client

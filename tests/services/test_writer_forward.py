@@ -3,16 +3,16 @@ and the malformed ones refused with MESSAGE_ILLEGAL and the reason."""
 
 from __future__ import annotations
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.forward_secret import prove_front, read_secret, secret_path
-from mqstore.services.common.forward_wire import (
+from mqstore.services.common.links.forward_secret import prove_front, read_secret, secret_path
+from mqstore.services.common.links.forward_wire import (
     KIND_BATCH,
     KIND_SINGLE,
     ForwardRequest,
     decode_answer,
     encode_request,
 )
-from mqstore.services.common.framing import FramedStream, FrameLimits, open_framed_connection
+from mqstore.services.common.links.framing import FramedStream, FrameLimits, open_framed_connection
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer.app import PRODUCE, create_app
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.storage import MessageStore

@@ -10,13 +10,13 @@ import pytest
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
-from mqstore.services.common.config_file import WriterSettings
-from mqstore.services.common.wire import (
+from mqstore.services.common.http.batch_wire import (
     BATCH_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
     BatchCodec,
     WireMessage,
 )
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer import create_app
 from mqstore.services.writer.openapi import writer_openapi
 from mqstore.storage import MessageStore

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.config_file import WriterSettings
+from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer.statuses import refusal
 from mqstore.storage import FlushMode, Message, MessageStore, PutResult, PutStatus
 from mqstore.storage.files.segment import CommitLogSegment

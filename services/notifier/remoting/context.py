@@ -12,8 +12,8 @@ import functools
 import itertools
 from collections.abc import Awaitable, Callable
 
-from mqstore.services.common.queue_choice import RoundRobinQueues
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
+from mqstore.services.common.topics.queue_choice import RoundRobinQueues
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.services.notifier.remoting.access import RemotingAccess
 from mqstore.services.notifier.remoting.client_table import ClientTable
@@ -46,7 +46,7 @@ class Front:
     held: HeldPulls
     link: WriterLink
     queues: RoundRobinQueues
-    """Queue choice for sends that name none (services/common/queue_choice.py)."""
+    """Queue choice for sends that name none (services/common/topics/queue_choice.py)."""
     access: RemotingAccess | None = None
     """The users' check of every request; None when authentication is off."""
     push: Callable[[int, Command], bool] = lambda connection_id, command: False

@@ -9,7 +9,7 @@ clients parse both).
 
 from __future__ import annotations
 
-from mqstore.services.common.topic_rules import RETRY_PREFIX
+from mqstore.services.common.topics.rules import RETRY_PREFIX
 from mqstore.services.notifier.remoting import bodies, headers
 from mqstore.services.notifier.remoting.codes import SUCCESS, TOPIC_NOT_EXIST, RemotingError
 from mqstore.services.notifier.remoting.context import Front, Peer

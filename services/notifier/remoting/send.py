@@ -22,7 +22,7 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 
 from __future__ import annotations
 
-from mqstore.services.common.forward_wire import KIND_BATCH, KIND_SINGLE, ForwardRequest
+from mqstore.services.common.links.forward_wire import KIND_BATCH, KIND_SINGLE, ForwardRequest
 from mqstore.services.notifier.remoting import headers
 from mqstore.services.notifier.remoting.codes import (
     FLUSH_DISK_TIMEOUT,

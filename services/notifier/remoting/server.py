@@ -2,7 +2,7 @@
 
     accept (≤ connections_max; at it, the connection whose open frame is oldest is closed
             to make room, and only if none has one is the new connection refused)
-      → read a frame (services/common/framing.py): 4-byte length (≤ frame_size_bytes_max),
+      → read a frame (services/common/links/framing.py): 4-byte length (≤ frame_size_bytes_max),
         the whole frame within frame_read_timeout_ms of its first byte, else close
       → decode (a malformed frame closes: the next frame cannot be found after it)
       → a task per request (≤ requests_in_flight_per_connection_max per connection), so a
@@ -37,14 +37,14 @@ import itertools
 import logging
 import ssl
 
-from mqstore.services.common.framing import (
+from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
     oldest_open_frame,
     start_framed_server,
 )
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting.clients import notify_group_changed
 from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError, not_supported
 from mqstore.services.notifier.remoting.context import Front, Peer
@@ -66,7 +66,7 @@ class RemotingServer:
     def __init__(self, front: Front, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.front = front
         self._ssl = ssl_context
-        """TLS on the listener (services/common/tls_settings.py): RocketMQ clients with
+        """TLS on the listener (services/common/settings/tls.py): RocketMQ clients with
         `setUseTLS(true)`; a plaintext client is refused at its first bytes."""
         self._settings = front.settings
         self._watchdog = FrameWatchdog(frame_limits(front.settings))

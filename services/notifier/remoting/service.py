@@ -20,9 +20,9 @@ import logging
 import ssl
 
 from mqstore.services.auth.users import Users
-from mqstore.services.common.forward_secret import secret_path
-from mqstore.services.common.queue_choice import RoundRobinQueues
-from mqstore.services.common.remoting_settings import RemotingSettings
+from mqstore.services.common.links.forward_secret import secret_path
+from mqstore.services.common.settings.remoting import RemotingSettings
+from mqstore.services.common.topics.queue_choice import RoundRobinQueues
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.services.notifier.remoting.access import RemotingAccess
 from mqstore.services.notifier.remoting.client_table import ClientTable

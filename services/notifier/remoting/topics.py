@@ -18,7 +18,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import NamedTuple
 
-from mqstore.services.common.topic_rules import AUTO_CREATE_TOPIC, RETRY_PREFIX, is_system_topic
+from mqstore.services.common.topics.rules import AUTO_CREATE_TOPIC, RETRY_PREFIX, is_system_topic
 from mqstore.services.notifier.remoting.codes import (
     MESSAGE_ILLEGAL,
     SYSTEM_ERROR,

@@ -1,14 +1,14 @@
 """`WriterLink`: the front's one persistent connection to the writer's forward listener.
 
-Sends are pipelined on it (services/common/forward_wire.py): each gets a request id and a
+Sends are pipelined on it (services/common/links/forward_wire.py): each gets a request id and a
 future, a reader task completes the futures as answers arrive, in any order.  The link
 connects on first use and again after a failure, and on each connect proves it holds the
 secret the writer published in the data directory, and checks the writer's proof back
-(services/common/forward_secret.py), before any send.  When it breaks, every waiting send
+(services/common/links/forward_secret.py), before any send.  When it breaks, every waiting send
 fails with SYSTEM_ERROR (in the producer's retry set: the client sends again).  At most
 `writer_requests_in_flight_max` sends wait at once; one more answers SYSTEM_BUSY.
 
-Frames are read and written by services/common/framing.py: an answer must arrive whole
+Frames are read and written by services/common/links/framing.py: an answer must arrive whole
 within `frame_read_timeout_ms` of its first byte, and a send waits to be written while more
 than `write_buffer_bytes_max` of sends wait for the writer to read them (a writer that stops
 reading holds the link's memory to that bound; its sends time out after
@@ -22,21 +22,21 @@ import contextlib
 import logging
 from pathlib import Path
 
-from mqstore.services.common.forward_secret import prove_front, read_secret
-from mqstore.services.common.forward_wire import (
+from mqstore.services.common.http.batch_wire import WireFormatError
+from mqstore.services.common.links.forward_secret import prove_front, read_secret
+from mqstore.services.common.links.forward_wire import (
     ForwardAnswer,
     ForwardRequest,
     decode_answer,
     encode_request,
 )
-from mqstore.services.common.framing import (
+from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
     open_framed_connection,
 )
-from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.common.wire import WireFormatError
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.notifier.remoting.codes import SYSTEM_BUSY, SYSTEM_ERROR, RemotingError
 
 log = logging.getLogger("mqstore.remoting")
@@ -47,7 +47,7 @@ REQUEST_ID_MASK = 0xFFFFFFFF
 class WriterLink:
     def __init__(self, settings: RemotingSettings, *, secret_path: Path) -> None:
         """`secret_path`: the forward secret the writer publishes (`<data_dir>/forward-secret`,
-        services/common/forward_secret.py), read again at every connect."""
+        services/common/links/forward_secret.py), read again at every connect."""
         host, _, port = settings.writer_address.rpartition(":")
         self._address = (host, int(port))
         self._settings = settings

@@ -17,9 +17,9 @@ import pytest
 
 from mqstore.services.auth import load_users
 from mqstore.services.cli.command import main
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_file import IndexerSettings, WriterSettings
-from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.config_file import IndexerSettings, WriterSettings
+from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
 from mqstore.services.notifier import create_app as create_notifier_app

@@ -9,7 +9,7 @@ import pytest
 
 from mqstore.services.auth import UsersFileError, load_users, users_of
 from mqstore.services.auth.permissions import Perm
-from mqstore.services.common.auth_settings import AuthSettings
+from mqstore.services.common.settings.auth import AuthSettings
 
 ROCKETMQ_SAMPLE = """\
 globalWhiteRemoteAddresses:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.services.common.config_values import from_yaml
+from mqstore.services.common.settings.values import from_yaml
 from mqstore.storage import Message, MessageStore, StoreConfig
 from mqstore.storage.config_text import coerce_text
 from mqstore.storage.dispatch.tag_evidence import VOTES_MAX, index_tags_for_store, tag_entries_held

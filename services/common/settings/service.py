@@ -115,7 +115,7 @@ class WriterSettings(ServiceSettings):
     forward_host: str = "127.0.0.1"
     """The forward listener's address.  Loopback: the front runs in the notifier container
     of the same pod (or under `mqstore up` on the same machine).  A peer must prove the
-    secret the writer publishes in the data directory (services/common/forward_secret.py)
+    secret the writer publishes in the data directory (services/common/links/forward_secret.py)
     before a send is taken; loopback keeps even the handshake off the network."""
 
     forward_port: int = 8085

@@ -4,11 +4,11 @@
     store:                              # exactly the StoreConfig fields (storage/config.py)
       segment_size_bytes: 1073741824
       flush_mode: sync                  # enums by value
-    writer:                             # WriterSettings (service_settings.py)
+    writer:                             # WriterSettings (service.py)
       port: 8081
     indexer: {port: 8082}
     notifier: {port: 8083}
-    topics: {auto_create: true}         # TopicsSettings (topics_settings.py)
+    topics: {auto_create: true}         # TopicsSettings (topics.py)
 
 Precedence, lowest first: the dataclass defaults, the file, then environment variables
 `MQSTORE_<SECTION>__<FIELD>` (`MQSTORE_STORE__FLUSH_MODE=sync`, `MQSTORE_WRITER__PORT=8081`)
@@ -28,18 +28,18 @@ from typing import Any
 
 import yaml
 
-from mqstore.services.common.auth_settings import AuthSettings
-from mqstore.services.common.config_values import field_types, from_yaml
-from mqstore.services.common.remoting_settings import RemotingSettings
-from mqstore.services.common.replication_settings import ReplicationSettings, check_role
-from mqstore.services.common.service_settings import (
+from mqstore.services.common.settings.auth import AuthSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
+from mqstore.services.common.settings.replication import ReplicationSettings, check_role
+from mqstore.services.common.settings.service import (
     IndexerSettings,
     NotifierSettings,
     ServiceSettings,
     WriterSettings,
 )
-from mqstore.services.common.tls_settings import TlsSettings
-from mqstore.services.common.topics_settings import TopicsSettings
+from mqstore.services.common.settings.tls import TlsSettings
+from mqstore.services.common.settings.topics import TopicsSettings
+from mqstore.services.common.settings.values import field_types, from_yaml
 from mqstore.storage import ConfigError, StoreConfig
 from mqstore.storage.config_text import coerce_text
 

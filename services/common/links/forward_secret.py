@@ -11,8 +11,8 @@ TCP port the settings, `up` and the operator already name, and not for a data di
 whose path is over the 107 bytes a socket path may hold.  The writer makes a new secret at
 every start (`publish_secret`) and removes it at stop; the front reads it at every connect.
 
-The handshake is services/common/mutual_proof.py's (magic b"MQFH", the writer listening,
-the front dialing), each message sent as one frame of services/common/framing.py, before
+The handshake is services/common/links/mutual_proof.py's (magic b"MQFH", the writer listening,
+the front dialing), each message sent as one frame of services/common/links/framing.py, before
 any request.
 """
 
@@ -22,8 +22,8 @@ import os
 import secrets
 from pathlib import Path
 
-from mqstore.services.common.framing import FramedStream, TransportError, framed
-from mqstore.services.common.mutual_proof import (
+from mqstore.services.common.links.framing import FramedStream, TransportError, framed
+from mqstore.services.common.links.mutual_proof import (
     DIALER_PROOF,
     HELLO,
     LISTENER_PROOF,

@@ -1,10 +1,10 @@
 """`MutualProof`: the one handshake by which two processes that share a secret prove it to
 each other before a link carries anything: the writer's forward listener and the remoting
-front (services/common/forward_secret.py), a replication master and its follower
+front (services/common/links/forward_secret.py), a replication master and its follower
 (services/writer/replication_handshake.py).  Only the magic and the labels differ.
 
 The listener speaks first.  Big-endian; each message is sent whole (as a frame of
-services/common/framing.py on the forward link, as plain bytes on the replication link,
+services/common/links/framing.py on the forward link, as plain bytes on the replication link,
 whose stream after the handshake is RocketMQ's HA layout):
 
     listener → dialer  HELLO, 40 bytes

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import ssl
 
-from mqstore.services.common.replication_settings import is_loopback
+from mqstore.services.common.settings.replication import is_loopback
 from mqstore.storage import ConfigError
 
 

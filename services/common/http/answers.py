@@ -26,7 +26,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from mqstore.services.common.metrics import metrics_response
+from mqstore.services.common.observability.metrics import metrics_response
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 NotReady = Callable[[], str | None]

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
-from mqstore.services.common.config_file import ServiceSettings
-from mqstore.services.common.http_server import GuardedRunner
+from mqstore.services.common.http.server import GuardedRunner
+from mqstore.services.common.settings.config_file import ServiceSettings
 
 
 async def first_signal() -> int:
@@ -53,7 +53,7 @@ async def serve(app: web.Application, settings: ServiceSettings, *, log: logging
     """Serve `app` until a signal or `failure()`: log "listening" (with the bound port and
     `details`), then "stopping" with the reason; `on_stopping` runs before in-flight requests
     are given `shutdown_timeout_ms` to finish.  The caller closes its engine afterwards.
-    `ssl_context`: serve only TLS (services/common/tls_settings.py)."""
+    `ssl_context`: serve only TLS (services/common/settings/tls.py)."""
     runner = GuardedRunner(app, header_read_timeout_ms=settings.header_read_timeout_ms,
                            shutdown_timeout=settings.shutdown_timeout_ms / 1000,
                            access_log=access_log)

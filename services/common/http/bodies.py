@@ -25,9 +25,9 @@ from itertools import accumulate
 from aiohttp import web
 from aiohttp.web_urldispatcher import _default_expect_handler
 
-from mqstore.services.common.http import ServiceError, error_response
-from mqstore.services.common.http_server import close_after_answer
-from mqstore.services.common.json_numbers import JSON_NUMBERS
+from mqstore.services.common.http.answers import ServiceError, error_response
+from mqstore.services.common.http.json_numbers import JSON_NUMBERS
+from mqstore.services.common.http.server import close_after_answer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ExpectHandler = Callable[[web.Request], Awaitable[web.StreamResponse | None]]

@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from mqstore.services.common.http import error_body, error_response
+from mqstore.services.common.http.answers import error_body, error_response
 
 log = logging.getLogger("mqstore.http")
 

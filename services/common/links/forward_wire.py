@@ -25,7 +25,7 @@ Request, a 42-byte head then its variable parts in head order:
 
 Answer, a 17-byte head then `count` results of 24 bytes and the reason:
 
-    0   4  length   4  4  request id   8  1  status (wire.STATUS_NAMES index)
+    0   4  length   4  4  request id   8  1  status (batch_wire.STATUS_NAMES index)
     9   4  count    13 4  reason length (UTF-8 after the results)
     per result: queue offset i64, physical offset i64, store timestamp ms i64
 """
@@ -35,7 +35,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from mqstore.services.common.wire import STATUS_CODES, STATUS_NAMES, WireFormatError
+from mqstore.services.common.http.batch_wire import STATUS_CODES, STATUS_NAMES, WireFormatError
 
 REQUEST_HEAD = struct.Struct(">IIBiiiqiBHIH")
 ANSWER_HEAD = struct.Struct(">IIBII")
