@@ -134,8 +134,7 @@ class ForwardServer:
                 put = asyncio.create_task(self._answer(decode_request(frame), stream))
                 pending.add(put)
                 put.add_done_callback(pending.discard)
-                if stream.has_unread_bytes:  # a refusal answered at once is written
-                    await asyncio.sleep(0)   # before the next read checks the write buffer
+                await stream.settle()
         except ForwardAuthError as error:
             log.warning("forward connection refused: %s", error)
         except (WireFormatError, ConnectionError) as error:

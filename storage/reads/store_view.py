@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -244,8 +245,10 @@ class StoreView:
         return [QueueInfo(topic, queue_id, queue.min_offset, queue.max_offset)
                 for (topic, queue_id), queue in sorted(self._queues.items())]
 
-    def topics(self) -> list[str]:
-        return sorted(self._topics)
+    def topics(self) -> AbstractSet[str]:
+        """The topics the volume holds queues of, known so far (a live view: membership is
+        one lookup, whatever the number of topics)."""
+        return self._topics.keys()
 
     def queue_ids(self, topic: str) -> list[int]:
         """The queue ids of `topic` known so far, ascending."""

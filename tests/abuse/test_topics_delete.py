@@ -39,7 +39,7 @@ def _table(store: MessageStore) -> TopicTable:
     """The remoting front's table, as a notifier process keeps it on the same volume."""
     return TopicTable(store.directory, queue_count_max=8, topics_max=100,
                       topic_size_bytes_max=store.config.topic_size_bytes_max,
-                      on_disk=lambda: ["Orders"])
+                      on_disk=lambda: {"Orders"})
 
 
 async def _post(store: MessageStore) -> tuple[int, Any]:

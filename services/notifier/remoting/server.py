@@ -164,11 +164,7 @@ class RemotingServer:
                 pending.add(handling)
                 handling.add_done_callback(pending.discard)
                 handling.add_done_callback(lambda _: slots.release())
-                if stream.has_unread_bytes:
-                    # A pipelining client: let the handler run first, so an answer ready at
-                    # once is written (or waits) before the next frame is read and the
-                    # write-buffer check ahead of that read sees it.
-                    await asyncio.sleep(0)
+                await stream.settle()
         finally:
             for handling in pending:
                 handling.cancel()

@@ -52,9 +52,10 @@ class TopicConfig(NamedTuple):
 
 class TopicTable:
     def __init__(self, data_dir: Path, *, queue_count_max: int, topics_max: int,
-                 topic_size_bytes_max: int, on_disk: Callable[[], list[str]]) -> None:
+                 topic_size_bytes_max: int, on_disk: Callable[[], AbstractSet[str]]) -> None:
         """`topic_size_bytes_max`: the store's (a longer name could be routed and created but
-        never written)."""
+        never written).  `on_disk`: the topics the volume holds queues of (a set: a send's
+        lookup must not cost more as topics are added)."""
         self._file = TopicsFile(data_dir)
         self.topic_size_bytes_max = topic_size_bytes_max
         self.queue_count_max = queue_count_max
