@@ -13,8 +13,9 @@
 Flow control: while more than `write_buffer_bytes_max` of answers wait for the client to
 read them, the connection's requests are not read and each new answer waits its turn; a
 buffer that does not drain within `write_drain_timeout_ms` closes the connection and drops
-the buffer.  A client that pipelines 1,000 pulls and reads nothing costs that bound, not
-1,000 answers.
+the buffer.  A client that pipelines 1,000 pulls and reads nothing costs that bound and at
+most 16 answers more (`FramedStream.settle`, services/common/links/framing.py), not 1,000
+answers.
 
 The server also writes requests of its own to clients (`push`, oneway, as RocketMQ's
 broker does): NOTIFY_CONSUMER_IDS_CHANGED to a group's consumers when one joins or leaves
