@@ -29,7 +29,11 @@ slow one without reading a byte itself.  A deadline is thus kept to within one t
 
 Writing (`FramedStream.write`): each write first waits, in arrival order, until the write
 buffer is at most `write_buffer_bytes_max`, so it holds at most that plus one frame (waiters
-keep their own answers, and the reader stops making new ones).  A buffer not drained below
+keep their own answers, and the reader stops making new ones).  The frames written in one
+loop turn go out together: the first schedules one `writelines` for the end of the turn,
+and the rest join it (one system call for the answers of every handler that finished in
+that turn, where each used to cost its own).  Frames that wait for that turn count as
+buffered.  A buffer not drained below
 half of it within `write_drain_timeout_ms` aborts the connection: `abort()` drops the buffer
 at once, where `close()` would keep it until the kernel gives up on the peer (minutes).
 """
@@ -162,6 +166,9 @@ class FramedStream:
         """Frames read back to back since the handlers last had a loop turn (`settle`)."""
         self._failure: str | None = None
         """Why the watchdog closed the stream: what the blocked read raises."""
+        self._unsent: list[bytes] = []
+        """Frames written this loop turn, sent together at its end (`_send_unsent`)."""
+        self._unsent_bytes = 0
         writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes_max,
                                                  low=limits.write_buffer_bytes_max // 2)
 
@@ -174,7 +181,7 @@ class FramedStream:
 
     @property
     def buffered_bytes(self) -> int:
-        return self._writer.transport.get_write_buffer_size()
+        return self._writer.transport.get_write_buffer_size() + self._unsent_bytes
 
     @property
     def writer(self) -> asyncio.StreamWriter:
@@ -249,6 +256,7 @@ class FramedStream:
         connection and raise TransportError if it does not drain in time."""
         if self.buffered_bytes <= self._limits.write_buffer_bytes_max:
             return
+        self._send_unsent()
         try:
             async with asyncio.timeout(self._limits.write_drain_timeout_ms / 1000):
                 await self._writer.drain()  # resumes at half the bound (the low-water mark)
@@ -279,14 +287,28 @@ class FramedStream:
     def _write(self, parts: Sequence[bytes]) -> None:
         if self._writer.is_closing():
             raise TransportError("the connection is closed")
-        self._writer.writelines(parts)
+        if not self._unsent:
+            asyncio.get_running_loop().call_soon(self._send_unsent)
+        self._unsent += parts
+        for part in parts:
+            self._unsent_bytes += len(part)
+
+    def _send_unsent(self) -> None:
+        """Hand the frames written this turn to the transport in one call."""
+        if not self._unsent:
+            return
+        unsent, self._unsent, self._unsent_bytes = self._unsent, [], 0
+        if not self._writer.is_closing():
+            self._writer.writelines(unsent)
 
     def abort(self) -> None:
         """Close at once, dropping whatever is buffered (the memory comes back now)."""
+        self._unsent, self._unsent_bytes = [], 0
         self._writer.transport.abort()
 
     def close(self) -> None:
         """Close after the buffer is sent; a peer that stopped reading is aborted instead."""
+        self._send_unsent()
         if self.buffered_bytes > 0:
             self.abort()
         else:

@@ -5,7 +5,8 @@ future, a reader task completes the futures as answers arrive, in any order.  Th
 connects on first use and again after a failure, and on each connect proves it holds the
 secret the writer published in the data directory, and checks the writer's proof back
 (services/common/links/forward_secret.py), before any send.  When it breaks, every waiting send
-fails with SYSTEM_ERROR (in the producer's retry set: the client sends again).  At most
+fails with SYSTEM_ERROR (in the producer's retry set: the client sends again); so does every
+waiting send once the oldest has waited `writer_timeout_ms`.  At most
 `writer_requests_in_flight_max` sends wait at once; one more answers SYSTEM_BUSY.
 
 Frames are read and written by services/common/links/framing.py: an answer must arrive whole
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from pathlib import Path
 
 from mqstore.services.common.http.batch_wire import WireFormatError
@@ -34,6 +36,7 @@ from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
+    TransportError,
     open_framed_connection,
 )
 from mqstore.services.common.settings.remoting import RemotingSettings
@@ -59,7 +62,10 @@ class WriterLink:
             write_drain_timeout_ms=settings.writer_timeout_ms, setting_prefix="remoting."))
         self._stream: FramedStream | None = None
         self._reader_task: asyncio.Task[None] | None = None
-        self._waiting: dict[int, asyncio.Future[ForwardAnswer]] = {}
+        self._expiry_task: asyncio.Task[None] | None = None
+        self._waiting: dict[int, tuple[asyncio.Future[ForwardAnswer], float]] = {}
+        """Sends awaiting their answer by request id, oldest first, with when each was sent
+        (monotonic seconds)."""
         self._next_id = 0
         self._connecting = asyncio.Lock()
 
@@ -68,29 +74,51 @@ class WriterLink:
         return len(self._waiting)
 
     async def send(self, request: ForwardRequest) -> ForwardAnswer:
-        """Forward one send (its `request_id` is replaced) and await the writer's answer."""
+        """Forward one send (its `request_id` is replaced) and await the writer's answer.
+
+        No timer per send: one task per link (`_expire`) breaks the link when the oldest
+        send has waited `writer_timeout_ms`, which fails every waiting send (the writer is
+        stuck or gone for all of them alike)."""
         if len(self._waiting) >= self._settings.writer_requests_in_flight_max:
             raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {len(self._waiting)} sends wait for "
                                              f"the writer (writer_requests_in_flight_max)")
-        timeout_ms = self._settings.writer_timeout_ms
-        self._next_id = (self._next_id + 1) & REQUEST_ID_MASK
-        request_id = self._next_id
+        stream = self._stream
+        if stream is None or stream.writer.is_closing():
+            stream = await self._connect_in_time()
+        self._next_id = request_id = (self._next_id + 1) & REQUEST_ID_MASK
         future: asyncio.Future[ForwardAnswer] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = future
+        self._waiting[request_id] = (future, time.monotonic())
+        try:
+            await stream.write(encode_request(request._replace(request_id=request_id)))
+            return await future
+        except TransportError as error:  # the writer did not read its sends in time
+            self._break(f"the connection to the writer broke: {error}")
+            raise RemotingError(SYSTEM_ERROR, f"the writer link broke: {error}") from None
+        finally:
+            self._waiting.pop(request_id, None)
+
+    async def _connect_in_time(self) -> FramedStream:
+        timeout_ms = self._settings.writer_timeout_ms
         try:
             async with asyncio.timeout(timeout_ms / 1000):
-                stream = await self._connected()
-                await stream.write(encode_request(request._replace(request_id=request_id)))
-                return await asyncio.shield(future)
+                return await self._connected()
         except TimeoutError:
-            self._waiting.pop(request_id, future).cancel()  # issue 22/14: none awaits it now; an exception set by _break would log "Future exception was never retrieved"  # noqa: E501
             self._break(f"the writer did not answer within {timeout_ms} ms (writer_timeout_ms)")
             raise RemotingError(SYSTEM_ERROR, "the writer did not answer in time") from None
         except ConnectionError as error:
             self._break(f"the connection to the writer broke: {error}")
             raise RemotingError(SYSTEM_ERROR, f"the writer link broke: {error}") from None
-        finally:
-            self._waiting.pop(request_id, None)
+
+    async def _expire(self, stream: FramedStream) -> None:
+        """While `stream` is the link: each tick, break it if its oldest send is overdue."""
+        timeout_s = self._settings.writer_timeout_ms / 1000
+        tick_s = min(1.0, timeout_s / 4)
+        while self._stream is stream:
+            await asyncio.sleep(tick_s)
+            oldest = next(iter(self._waiting.values()), None)
+            if oldest is not None and time.monotonic() - oldest[1] > timeout_s:
+                self._break(f"the writer did not answer a send within "
+                            f"{self._settings.writer_timeout_ms} ms (writer_timeout_ms)")
 
     async def _connected(self) -> FramedStream:
         async with self._connecting:
@@ -117,6 +145,8 @@ class WriterLink:
                                                   f"the link: {error}") from None
             self._stream = stream
             self._reader_task = asyncio.create_task(self._read(stream), name="writer-link")
+            self._expiry_task = asyncio.create_task(self._expire(stream),
+                                                    name="writer-link-expiry")
             return stream
 
     async def _read(self, stream: FramedStream) -> None:
@@ -124,9 +154,9 @@ class WriterLink:
         try:
             while (frame := await stream.read_frame()) is not None:
                 answer = decode_answer(frame)
-                future = self._waiting.get(answer.request_id)
-                if future is not None and not future.done():
-                    future.set_result(answer)
+                waiting = self._waiting.get(answer.request_id)
+                if waiting is not None and not waiting[0].done():
+                    waiting[0].set_result(answer)
         except ConnectionError as error:
             reason = f"the connection to the writer broke: {error!r}"
         except WireFormatError as error:
@@ -140,7 +170,7 @@ class WriterLink:
             self._watchdog.forget(self._stream)
             self._stream.abort()
         self._stream = None
-        for future in self._waiting.values():
+        for future, _ in self._waiting.values():
             if not future.done():
                 future.set_exception(RemotingError(SYSTEM_ERROR, reason))
         self._waiting.clear()
@@ -151,7 +181,8 @@ class WriterLink:
             self._stream.close()
             self._stream = None
         await self._watchdog.stop()
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader_task
+        for task in (self._reader_task, self._expiry_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
