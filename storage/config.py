@@ -12,6 +12,7 @@ import enum
 
 from .config_checks import (
     check_multiples,
+    check_name_and_property_sizes,
     check_non_negative,
     check_positive,
     check_race,
@@ -210,6 +211,9 @@ class StoreConfig:
     dispatch_interval_ms: int = 1
     """Dispatch's poll when caught up (RocketMQ's reput sleeps 1 ms): no put path wakeup."""
 
+    dispatch_doorbell_poll_ms: int = 50
+    """An indexer process's poll when caught up: the writer's doorbell starts its passes."""
+
     dispatch_retry_interval_ms: int = 1000
     """Retry period of a dispatch a full disk stalled (RocketMQ's consume queue write: 1 s)."""
 
@@ -317,31 +321,28 @@ class StoreConfig:
 
     def __post_init__(self) -> None:
         check_positive(self, "segment_size_bytes", "message_body_size_bytes_max",
-                       "put_batch_size_bytes_max", "put_lock_timeout_ms", "allocate_wait_ms",
-                       "pool_buffer_count", "commit_interval_ms", "commit_thorough_interval_ms",
-                       "flush_interval_ms", "flush_thorough_interval_ms",
-                       "sync_flush_timeout_ms", "checkpoint_interval_ms",
-                       "recovery_segments_max", "shutdown_retries_max", "topic_size_bytes_max",
-                       "consume_queue_file_size_bytes", "consume_queue_allocate_step_bytes",
-                       "dispatch_interval_ms", "dispatch_records_per_pass_max",
-                       "dispatch_retry_interval_ms", "stalled_queue_retry_interval_ms",
-                       "positions_publish_interval_ms", "positions_publish_gap_us",
-                       "queue_flush_interval_ms", "queue_flush_thorough_interval_ms",
-                       "get_transfer_count_max", "get_transfer_bytes_max",
-                       "index_hash_slot_count", "index_count_max", "index_query_results_max",
-                       "file_retention_hours", "clean_interval_ms",
-                       "delete_segments_per_pass_max", "range_read_wait_ms",
-                       "read_cache_capacity_bytes", "read_cache_prefetch_pending_max",
-                       "replication_sync_timeout_ms", "replication_lag_bytes_max")
+                             "put_batch_size_bytes_max", "put_lock_timeout_ms", "allocate_wait_ms",
+                             "pool_buffer_count", "commit_interval_ms",
+                             "commit_thorough_interval_ms", "flush_interval_ms",
+                             "flush_thorough_interval_ms", "sync_flush_timeout_ms",
+                             "checkpoint_interval_ms", "recovery_segments_max",
+                             "shutdown_retries_max", "topic_size_bytes_max",
+                             "consume_queue_file_size_bytes", "consume_queue_allocate_step_bytes",
+                             "dispatch_interval_ms", "dispatch_doorbell_poll_ms",
+                             "dispatch_records_per_pass_max", "dispatch_retry_interval_ms",
+                             "stalled_queue_retry_interval_ms", "positions_publish_interval_ms",
+                             "positions_publish_gap_us", "queue_flush_interval_ms",
+                             "queue_flush_thorough_interval_ms", "get_transfer_count_max",
+                             "get_transfer_bytes_max", "index_hash_slot_count", "index_count_max",
+                             "index_query_results_max", "file_retention_hours", "clean_interval_ms",
+                             "delete_segments_per_pass_max", "range_read_wait_ms",
+                             "read_cache_capacity_bytes", "read_cache_prefetch_pending_max",
+                             "replication_sync_timeout_ms", "replication_lag_bytes_max")
         check_ratios(self)
         check_non_negative(self, "pool_borrow_timeout_ms", "commit_pages_min", "flush_pages_min",
                             "preallocate_ahead_count", "queue_flush_pages_min")
         check_multiples(self, page_size_bytes=PAGE_SIZE_BYTES)
-        if not 0 < self.properties_size_bytes_max <= 32767:
-            raise ConfigError("properties_size_bytes_max must be in 1..32767 (a signed short)")
-        if not 0 < self.topic_size_bytes_max <= 255:
-            raise ConfigError("topic_size_bytes_max must be in 1..255 (a topic names a "
-                              "consumequeue/ directory; NAME_MAX is 255 bytes)")
+        check_name_and_property_sizes(self)
         # The largest record plus the 8-byte BLANK reserve must fit into one segment.
         record_bytes_max = (RECORD_FIXED_BYTES_MAX + self.message_body_size_bytes_max
                             + self.topic_size_bytes_max + self.properties_size_bytes_max)

@@ -21,6 +21,15 @@ def check_positive(config: StoreConfig, *names: str) -> None:
             raise ConfigError(f"{name}={value!r} must be a positive integer")
 
 
+def check_name_and_property_sizes(config: StoreConfig) -> None:
+    """The sizes RocketMQ's formats bound: properties in a signed short, a topic in a name."""
+    if not 0 < config.properties_size_bytes_max <= 32767:
+        raise ConfigError("properties_size_bytes_max must be in 1..32767 (a signed short)")
+    if not 0 < config.topic_size_bytes_max <= 255:
+        raise ConfigError("topic_size_bytes_max must be in 1..255 (a topic names a "
+                          "consumequeue/ directory; NAME_MAX is 255 bytes)")
+
+
 def check_non_negative(config: StoreConfig, *names: str) -> None:
     for name in names:
         value = getattr(config, name)

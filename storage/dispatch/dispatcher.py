@@ -338,6 +338,8 @@ class DispatchService(ServiceThread):
         self.listener = listener
         self.stalled_reason: str | None = None
         self._replayed_s: float | None = None
+        self.idle_wait_ms = config.dispatch_interval_ms
+        """How long a caught-up pass waits for a wakeup before it looks again."""
 
     @property
     def behind_bytes(self) -> int:
@@ -361,7 +363,7 @@ class DispatchService(ServiceThread):
             log.info("dispatch resumed at %d", self.dispatcher.dispatched_position)
             self.stalled_reason = None
         if self.dispatcher.dispatched_position == before:
-            self.wait_for_running(self._config.dispatch_interval_ms)
+            self.wait_for_running(self.idle_wait_ms)
 
     def _replay_stalled_queues(self) -> None:
         """Every `stalled_queue_retry_interval_ms` while a queue is stalled (Dispatcher)."""

@@ -35,7 +35,6 @@ Crash-only: a record that fails to decode below the committed position stops the
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from typing import NamedTuple
 
 from ..config import StoreConfig
 from ..files.checkpoint import Checkpoint
+from ..files.doorbell import DoorbellListener
 from ..files.io import make_directories_durably
 from ..files.lockfile import AbortMarker, StoreLock
 from ..files.queue_offsets_file import read_queue_offsets
@@ -59,6 +59,7 @@ from ..store_sizes import embedded_config
 from .dispatcher import Dispatcher, DispatchService, Listener, StalledQueue
 from .log_source import LogSource
 from .published_log import PublishedLog
+from .queue_sync import QueueSyncService
 from .tag_evidence import index_tags_for_store
 from .torn_tail import cut_torn_queue_tails
 
@@ -161,6 +162,10 @@ class Indexer:
         indexer.resume()
         abort.create()
         indexer.start(listener=listener, on_fatal=None, catch_up=False)
+        doorbell = DoorbellListener.open(directory, indexer.wake_dispatch)
+        if doorbell is not None and indexer._dispatch is not None:
+            closers.append(doorbell.close)
+            indexer._dispatch.idle_wait_ms = indexer.config.dispatch_doorbell_poll_ms
         return indexer
 
     def cut_back(self, end_position: int) -> None:
@@ -369,32 +374,3 @@ class Indexer:
 class _OwnFiles(NamedTuple):
     abort: AbortMarker
     closers: list[Callable[[], None]]
-
-
-class QueueSyncService(ServiceThread):
-    """RocketMQ `FlushConsumeQueueService`: `Indexer.sync` every `queue_flush_interval_ms`,
-    thoroughly every `queue_flush_thorough_interval_ms`, and thoroughly when stopping.  The
-    first pass is thorough too, and so is every pass while the checkpoint has no queue time
-    yet but dispatch has covered a record: a fresh store's checkpoint, or one a crash left,
-    gets its queue and index times within `queue_flush_interval_ms`, not after the thorough
-    interval (recovery after a crash starts from those times)."""
-
-    name = "queue-sync"
-
-    def __init__(self, indexer: Indexer) -> None:
-        super().__init__(on_fatal=indexer._on_fatal)
-        self._indexer = indexer
-        self._last_thorough_s = -math.inf
-
-    def run_once(self) -> None:
-        config = self._indexer.config
-        self.wait_for_running(config.queue_flush_interval_ms)
-        now_s = time.monotonic()
-        thorough = (now_s - self._last_thorough_s) * 1000 >= \
-            config.queue_flush_thorough_interval_ms or self._indexer.queue_time_unrecorded
-        self._indexer.sync(thorough=thorough)
-        if thorough:
-            self._last_thorough_s = now_s
-
-    def shutdown_drain(self) -> None:
-        self._indexer.sync(thorough=True)

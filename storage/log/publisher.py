@@ -3,8 +3,10 @@
 While the log moves it republishes every `positions_publish_gap_us`, so a reader in another
 process (the indexer) sees new bytes within about that long; when nothing moves it sleeps until
 an append wakes it, or `positions_publish_interval_ms` passes (a heartbeat: `published_ms`
-tells readers the writer is alive).  The put path only sets an event that is usually set
-already: no encode, no CRC, no syscall per put.
+tells readers the writer is alive).  A publish that moved the committed position rings the
+dispatch doorbell (storage/files/doorbell.py): an indexer process starts its pass at once.
+The put path only sets an event that is usually set already: no encode, no CRC, no syscall
+per put.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..config import StoreConfig
+from ..files.doorbell import Doorbell
 from ..files.watermarks import PositionsFile
 from ..format.volume import POSITIONS_FILE
 from ..service_thread import FatalHandler, ServiceThread
@@ -53,6 +56,8 @@ class PositionsPublisher(ServiceThread):
         self.recovered_end_position = recovered_end_position
         self._last: tuple[int, int, int, int] | None = None
         self._last_ms = 0
+        self.doorbell = Doorbell(directory)
+        """Rung when the committed position moved: an indexer process dispatches at once."""
         self.publish()
 
     def publish(self) -> bool:
@@ -69,6 +74,8 @@ class PositionsPublisher(ServiceThread):
                           min_position=min_position, written_position=written,
                           committed_position=committed, flushed_position=flushed,
                           published_ms=now_ms, writer_pid=os.getpid())
+        if self._last is None or committed != self._last[2]:
+            self.doorbell.ring()
         self._last, self._last_ms = values, now_ms
         return True
 
@@ -82,3 +89,4 @@ class PositionsPublisher(ServiceThread):
         self._last = None  # a final publish with the drained positions
         self.publish()
         self.file.close()
+        self.doorbell.close()
