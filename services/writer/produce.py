@@ -144,6 +144,21 @@ class ProduceCore:
         if refused is not None:
             raise ProduceRefusal(refused.http_status, refused.status, refused.reason)
 
+    @property
+    def puts_now(self) -> bool:
+        """A put returns when the record is in the log (async flush, no sync master): the
+        forward listener then answers inline, without a task (`put_now`)."""
+        return not self._sync
+
+    def put_now(self, messages: list[Message]) -> list[PutResult]:
+        """`put` where it never waits (`puts_now`)."""
+        assert not self._sync
+        store = self._store
+        results = [store.put(messages[0])] if len(messages) == 1 else \
+            store.put_batch(messages)
+        self._metrics.count_messages(results[0].status, len(results))
+        return results
+
     async def put(self, messages: list[Message]) -> list[PutResult]:
         """Store checked and admitted `messages` (one put or one batch put) and count them;
         the results share one status (the store is all or nothing)."""
