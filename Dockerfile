@@ -20,12 +20,21 @@ WORKDIR /src
 COPY . ./
 # With a wheels/ folder in the context (the project and all its dependencies, as
 # e2e/build-images.sh makes it) the install reaches no package index; without one pip
-# builds the project here and fetches its dependencies.
+# builds the project here and fetches its dependencies.  Building the project compiles its
+# C extension (storage/format/_records.c): gcc, libc6-dev and zlib's headers, and Python's
+# headers where the base image lacks them (a Debian python3.11), are installed for it in
+# this stage only; the final image takes just /opt/mqstore.
 RUN python3 -m venv /opt/mqstore \
     && if [ -d wheels ]; then \
            /opt/mqstore/bin/pip install --no-compile --no-index --find-links wheels mqstore; \
        else \
-           /opt/mqstore/bin/pip install --no-compile .; \
+           build_packages="gcc libc6-dev zlib1g-dev" \
+           && include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])') \
+           && { [ -f "$include/Python.h" ] || build_packages="$build_packages python3-dev"; } \
+           && apt-get update -q \
+           && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                  $build_packages \
+           && /opt/mqstore/bin/pip install --no-compile .; \
        fi \
     && /opt/mqstore/bin/python -m compileall -q /opt/mqstore
 

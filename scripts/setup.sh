@@ -41,6 +41,14 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # ipset: kube-router, the real node's NetworkPolicy enforcer (e2e/node_netpol.py), fills its
 # address sets with it.
 command -v ipset >/dev/null 2>&1 || missing+=(ipset)
+# The C extension (storage/format/_records.c, docs/compiled.md), built by the pip install
+# below: gcc and libc6-dev (above), zlib's headers, and the headers of the Python the venv
+# is made from (a Debian python3.11 keeps them in python3.11-dev).
+dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)
+base_python=$(command -v python3.11 || command -v python3)
+"$base_python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    || missing+=("$(basename "$base_python")-dev")
 if ((${#missing[@]})); then
     echo "setup: installing Debian packages: ${missing[*]}"
     apt-get update -q
@@ -55,3 +63,6 @@ fi
 # strict editable mode: the folders are mapped under the `mqstore` namespace through a link
 # tree in build/, which mypy and import-linter can follow (the default import hook they can't).
 .venv/bin/python -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
+# The install compiled the C extension in place (storage/format/_records.*.so, git-ignored)
+# and linked it into build/; check that it loads, so a failed build stops here.
+.venv/bin/python -c 'import mqstore.storage.format.compiled as c; c.extension()'

@@ -3,7 +3,9 @@
 RocketMQ ≤ 4.9.0 and ≥ 5.2.0 end the string with a separator; 4.9.1–5.1.4 omit the last one
 (#2883).  We write the trailing separator and read both forms.  The decoder follows
 RocketMQ's `string2messageProperties`: split on 0x02, ignore pieces shorter than 3 characters,
-and require 0x01 strictly inside a piece.
+and require 0x01 strictly inside a piece.  `decode_properties` is the C twin
+(storage/format/_records.c) of `decode_properties_reference` unless MQSTORE_NO_EXTENSIONS=1
+(storage/format/compiled.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import MessageIllegalError
+from . import compiled
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
@@ -36,7 +39,7 @@ def encode_properties(properties: Mapping[str, str]) -> bytes:
     return "".join(parts).encode("utf-8")
 
 
-def decode_properties(encoded: bytes | memoryview) -> dict[str, str]:
+def decode_properties_reference(encoded: bytes | memoryview) -> dict[str, str]:
     if not encoded:
         return {}
     text = bytes(encoded).decode("utf-8", errors="replace")
@@ -48,6 +51,9 @@ def decode_properties(encoded: bytes | memoryview) -> dict[str, str]:
         if 0 < index < len(piece) - 1:
             properties[piece[:index]] = piece[index + 1:]
     return properties
+
+
+decode_properties = compiled.pick(decode_properties_reference)
 
 
 def _check_text(text: object, *, what: str) -> None:

@@ -34,7 +34,10 @@ import enum
 import mmap
 import struct
 import zlib
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, cast
+
+from . import compiled
 
 MAGIC_V1 = -626843481  # 0xDAA320A7 as a Java int
 MAGIC_V2 = -626843477  # 0xDAA320AB
@@ -187,6 +190,8 @@ assert _V4.offsets["physical_offset"] == 28
 assert _V4.record_size(body_bytes=0, topic_bytes=0, properties_bytes=0) == 91
 assert LAYOUTS[True, True, True].record_size(body_bytes=0, topic_bytes=0,
                                              properties_bytes=0) == 91 + 12 + 12 + 1
+_FIXED_MIN_BYTES = _V4.record_size(body_bytes=0, topic_bytes=0, properties_bytes=0)
+"""The smallest TOTALSIZE a message can have (empty body, topic and properties)."""
 
 QUEUE_AND_PHYSICAL_OFFSET = struct.Struct(">qq")
 """QUEUEOFFSET and PHYSICALOFFSET are adjacent (@20, @28): stamped with one pack_into."""
@@ -325,12 +330,13 @@ class CheckResult:
     layout: RecordLayout | None = None
 
 
-def check_record(buffer: ReadableBuffer, position: int, *, limit: int,
-                 expected_physical_offset: int, verify_crc: bool) -> CheckResult:
+def check_record_reference(buffer: ReadableBuffer, position: int, *, limit: int,
+                           expected_physical_offset: int, verify_crc: bool) -> CheckResult:
     """Validate the record at `position` of a segment whose valid bytes end at `limit`.
 
     Checks magic, that TOTALSIZE fits and equals the size recomputed from the lengths, that
-    PHYSICALOFFSET names this very position, and (if asked) the body CRC.
+    PHYSICALOFFSET names this very position, and (if asked) the body CRC.  The reference:
+    `check_record`, below, is its C twin unless MQSTORE_NO_EXTENSIONS=1 (compiled.py).
     """
     if limit - position < BLANK_SIZE_BYTES:
         return CheckResult(RecordCheck.END, 0) if not any(buffer[position:limit]) else \
@@ -366,10 +372,9 @@ def holds_entry(buffer: ReadableBuffer, position: int, *, limit: int, physical_o
 
 def _check_message(buffer: ReadableBuffer, position: int, *, total_size: int, limit: int,
                    expected_physical_offset: int, verify_crc: bool) -> CheckResult:
-    fixed_min = _V4.record_size(body_bytes=0, topic_bytes=0, properties_bytes=0)
-    if not fixed_min <= total_size <= limit - position:
+    if not _FIXED_MIN_BYTES <= total_size <= limit - position:
         return CheckResult(RecordCheck.CORRUPT, 0, f"TOTALSIZE {total_size} outside "
-                           f"[{fixed_min}, {limit - position}]")
+                           f"[{_FIXED_MIN_BYTES}, {limit - position}]")
     layout, head = decode_head(buffer, position)
     problem = _structure_problem(buffer, position, layout, head, expected_physical_offset)
     if problem is None and verify_crc:
@@ -410,3 +415,26 @@ def write_blank(buffer: WritableBuffer, position: int, size_bytes: int) -> None:
     assert size_bytes >= BLANK_SIZE_BYTES
     _BLANK.pack_into(buffer, position, size_bytes, MAGIC_BLANK)
 
+
+def compiled_check_record() -> Callable[..., CheckResult]:
+    """`check_record_reference` in C (storage/format/_records.c), told every layout's field
+    offsets and the types it returns; ImportError if the extension is not built."""
+    fields = RECORD_FIELDS[:len(RecordHead._fields)]
+    kinds = "".join({"host": "h", "bytes:i": "i"}.get(field.kind, field.kind)
+                    for field in fields)
+    layouts = tuple(
+        (layout, tuple(layout.offsets[field.name] for field in fields),
+         16 if born_v6 else 4, 16 if store_v6 else 4, layout.head.size,
+         layout.topic_length.size, layout.properties_length.size)
+        for (born_v6, store_v6, _), layout in sorted(LAYOUTS.items()))
+    return cast("Callable[..., CheckResult]", compiled.extension().bind_check_record(
+        check_record_reference, RecordHead, CheckResult,
+        tuple(field.name for field in dataclasses.fields(CheckResult)),
+        (RecordCheck.OK, RecordCheck.BLANK, RecordCheck.END, RecordCheck.CORRUPT), layouts,
+        kinds, (MAGIC_V1, MAGIC_V2, MAGIC_BLANK), (BLANK_SIZE_BYTES, _FIXED_MIN_BYTES),
+        (_BORN_HOST_V6, _STORE_HOST_V6)))
+
+
+check_record = compiled.pick(check_record_reference, compiled_check_record)
+"""Validate the record at `position` (see `check_record_reference`): the C twin, or the
+reference itself when MQSTORE_NO_EXTENSIONS=1."""

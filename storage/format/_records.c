@@ -1,0 +1,928 @@
+/* mqstore.storage.format._records: the hot per-record codecs in C.
+ *
+ * Each function here has a Python reference that stays the definition of its behaviour:
+ *
+ *   java_string_hash   storage/format/java_hash.py   java_string_hash_reference
+ *   check_record       storage/format/record.py      check_record_reference
+ *   decode_properties  storage/format/properties.py  decode_properties_reference
+ *
+ * storage/format/compiled.py binds each C function to its reference once, at import:
+ * `bind` and `bind_check_record` remember the reference (and, for check_record, the record
+ * layouts and result types record.py derives from its field table) and return a built-in
+ * function whose __module__ is the reference's, so it pickles by name as the Python
+ * function did.  The C code answers the arguments the store passes (exact ints,
+ * bytes / bytearray / memoryview of unsigned bytes / mmap.mmap); any other argument (a
+ * subclass, a keyword given positionally, a position outside the buffer) is handed to the
+ * reference unchanged, so every result and every exception is the reference's own.
+ *
+ * The record's byte layout (big-endian; docs/on-disk-format.md) is not written down here:
+ * record.py passes every layout's field offsets, and `bind_check_record` checks that the
+ * field kinds are the ones this file decodes (RECORD_FIELD_KINDS).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <zlib.h>
+
+/* Bumped whenever the Python side's expectations of this module change; compiled.py
+ * refuses a build of another version (a stale .so). */
+#define ABI_VERSION 1
+
+/* The RecordHead items, in order, by how each is stored: i = int32, q = int64,
+ * h = host (address of 4 or 16 bytes, then an int32 port).  BODYLEN is the last. */
+static const char RECORD_FIELD_KINDS[] = "iiiiiqqiqhqhiqi";
+#define FIELD_COUNT 15
+#define F_TOTAL_SIZE 0
+#define F_MAGIC 1
+#define F_BODY_CRC 2
+#define F_PHYSICAL_OFFSET 6
+#define F_SYSFLAG 7
+#define F_BORN_HOST 9
+#define F_BODY_SIZE 14
+#define LAYOUT_COUNT 8
+#define RESULT_SLOT_COUNT 5
+#define MESSAGE_BYTES 160
+
+static inline int32_t
+read_int32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8
+                     | (uint32_t)p[3]);
+}
+
+static inline int64_t
+read_int64(const unsigned char *p)
+{
+    return (int64_t)((uint64_t)(uint32_t)read_int32(p) << 32 | (uint32_t)read_int32(p + 4));
+}
+
+/* The references, remembered by `bind` (the functions' `self` is this module). */
+static PyObject *java_string_hash_reference;
+static PyObject *decode_properties_reference;
+
+static inline Py_ssize_t
+read_unsigned(const unsigned char *p, Py_ssize_t width_bytes)
+{
+    return width_bytes == 1 ? (Py_ssize_t)p[0] : (Py_ssize_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+/* Call a remembered reference, held through the call. */
+static PyObject *
+call_reference(PyObject *reference, PyObject *argument)
+{
+    Py_INCREF(reference);
+    PyObject *result = PyObject_CallOneArg(reference, argument);
+    Py_DECREF(reference);
+    return result;
+}
+
+/* ---------------------------------------------------------------- java_string_hash */
+
+/* A str holding a surrogate code point: the reference's utf-16-be encode raises; raise
+ * the very same error by asking the same codec. */
+static PyObject *
+surrogate_error(PyObject *text)
+{
+    PyObject *encoded = PyUnicode_AsEncodedString(text, "utf-16-be", "strict");
+    if (encoded != NULL) {
+        Py_DECREF(encoded);
+        PyErr_SetString(PyExc_SystemError, "java_string_hash: surrogate encoded");
+    }
+    return NULL;
+}
+
+static PyObject *
+java_string_hash(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text)) {
+        return call_reference(java_string_hash_reference, text);
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) {
+        return NULL;
+    }
+#endif
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    uint32_t value = 0;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *chars = data;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            value = 31u * value + chars[i];
+        }
+    }
+    else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *chars = data;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            if (chars[i] >= 0xD800 && chars[i] <= 0xDFFF) {
+                return surrogate_error(text);
+            }
+            value = 31u * value + chars[i];
+        }
+    }
+    else {
+        const Py_UCS4 *chars = data;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            Py_UCS4 c = chars[i];
+            if (c >= 0xD800 && c <= 0xDFFF) {
+                return surrogate_error(text);
+            }
+            if (c > 0xFFFF) {  /* a surrogate pair: two UTF-16 code units */
+                value = 31u * value + (0xD800u + ((c - 0x10000u) >> 10));
+                value = 31u * value + (0xDC00u + ((c - 0x10000u) & 0x3FFu));
+            }
+            else {
+                value = 31u * value + c;
+            }
+        }
+    }
+    return PyLong_FromLong((long)(int32_t)value);
+}
+
+/* ---------------------------------------------------------------- decode_properties */
+
+/* A memoryview whose slices and bytes() are its raw bytes: one dimension of unsigned
+ * bytes (format "B").  Call after PyObject_GetBuffer succeeded on it (not released). */
+static int
+is_plain_memoryview(PyObject *object)
+{
+    const Py_buffer *own = PyMemoryView_GET_BUFFER(object);
+    return own->ndim == 1 && own->itemsize == 1
+           && (own->format == NULL || strcmp(own->format, "B") == 0);
+}
+
+/* Properties are `name 0x01 value 0x02 ...` in UTF-8.  Splitting the bytes on 0x02 and
+ * 0x01 equals splitting the decoded text (errors="replace"): both are ASCII, which UTF-8
+ * never uses inside a sequence and the decoder never folds into a replaced one.  A piece
+ * counts when 0x01 sits strictly inside it (so it is at least 3 characters long). */
+static int
+decode_pieces(PyObject *properties, const char *data, Py_ssize_t length)
+{
+    const char *cursor = data;
+    const char *end = data + length;
+    for (;;) {
+        const char *separator = memchr(cursor, 0x02, (size_t)(end - cursor));
+        const char *piece_end = separator != NULL ? separator : end;
+        Py_ssize_t piece_bytes = piece_end - cursor;
+        const char *split = piece_bytes >= 3 ? memchr(cursor, 0x01, (size_t)piece_bytes) : NULL;
+        if (split != NULL && split > cursor && split < piece_end - 1) {
+            PyObject *name = PyUnicode_DecodeUTF8(cursor, split - cursor, "replace");
+            if (name == NULL) {
+                return -1;
+            }
+            PyObject *value = PyUnicode_DecodeUTF8(split + 1, piece_end - split - 1, "replace");
+            if (value == NULL) {
+                Py_DECREF(name);
+                return -1;
+            }
+            int failed = PyDict_SetItem(properties, name, value);
+            Py_DECREF(name);
+            Py_DECREF(value);
+            if (failed) {
+                return -1;
+            }
+        }
+        if (separator == NULL) {
+            return 0;
+        }
+        cursor = separator + 1;
+    }
+}
+
+static PyObject *
+decode_properties(PyObject *module, PyObject *encoded)
+{
+    PyObject *reference = decode_properties_reference;
+    PyObject *properties;
+    if (PyBytes_CheckExact(encoded)) {
+        properties = PyDict_New();
+        if (properties != NULL
+            && decode_pieces(properties, PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded))) {
+            Py_CLEAR(properties);
+        }
+        return properties;
+    }
+    if (!PyByteArray_CheckExact(encoded) && !PyMemoryView_Check(encoded)) {
+        return call_reference(reference, encoded);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(encoded, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return call_reference(reference, encoded);
+    }
+    if (PyMemoryView_Check(encoded) && !is_plain_memoryview(encoded)) {
+        PyBuffer_Release(&view);
+        return call_reference(reference, encoded);
+    }
+    properties = PyDict_New();
+    if (properties != NULL && decode_pieces(properties, view.buf, view.len)) {
+        Py_CLEAR(properties);
+    }
+    PyBuffer_Release(&view);
+    return properties;
+}
+
+/* ---------------------------------------------------------------- check_record */
+
+typedef struct {
+    PyObject *layout;  /* the record.RecordLayout returned in CheckResult.layout */
+    Py_ssize_t offsets[FIELD_COUNT];  /* byte offset of each RecordHead item */
+    Py_ssize_t born_address_bytes;
+    Py_ssize_t store_address_bytes;
+    Py_ssize_t head_bytes;  /* TOTALSIZE through BODYLEN: where the body starts */
+    Py_ssize_t topic_length_bytes;  /* 1 (v1) or 2 (v2) */
+    Py_ssize_t properties_length_bytes;
+} LayoutInfo;
+
+/* What check_record needs from record.py, remembered by `bind_check_record`. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *reference;
+    PyTypeObject *head_type;  /* record.RecordHead, a tuple subclass */
+    PyTypeObject *result_type;  /* record.CheckResult, a frozen dataclass with slots */
+    PyObject *result_slots[RESULT_SLOT_COUNT];  /* its member descriptors, in field order */
+    PyObject *status_ok, *status_blank, *status_end, *status_corrupt;
+    PyObject *empty_reason;
+    PyObject *name_limit, *name_expected, *name_verify_crc;
+    int32_t magic_v1, magic_v2, magic_blank;
+    Py_ssize_t blank_bytes;  /* a BLANK record's own size: TOTALSIZE + MAGIC */
+    Py_ssize_t fixed_min_bytes;  /* the smallest TOTALSIZE (empty body, topic, properties) */
+    uint32_t born_v6_bit, store_v6_bit;
+    LayoutInfo layouts[LAYOUT_COUNT];  /* index: born v6 * 4 + store v6 * 2 + v2 */
+} Checker;
+
+static int
+checker_traverse(Checker *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->reference);
+    Py_VISIT(self->head_type);
+    Py_VISIT(self->result_type);
+    for (int i = 0; i < RESULT_SLOT_COUNT; i++) {
+        Py_VISIT(self->result_slots[i]);
+    }
+    Py_VISIT(self->status_ok);
+    Py_VISIT(self->status_blank);
+    Py_VISIT(self->status_end);
+    Py_VISIT(self->status_corrupt);
+    for (int i = 0; i < LAYOUT_COUNT; i++) {
+        Py_VISIT(self->layouts[i].layout);
+    }
+    return 0;
+}
+
+static int
+checker_clear(Checker *self)
+{
+    Py_CLEAR(self->reference);
+    Py_CLEAR(self->head_type);
+    Py_CLEAR(self->result_type);
+    for (int i = 0; i < RESULT_SLOT_COUNT; i++) {
+        Py_CLEAR(self->result_slots[i]);
+    }
+    Py_CLEAR(self->status_ok);
+    Py_CLEAR(self->status_blank);
+    Py_CLEAR(self->status_end);
+    Py_CLEAR(self->status_corrupt);
+    Py_CLEAR(self->empty_reason);
+    Py_CLEAR(self->name_limit);
+    Py_CLEAR(self->name_expected);
+    Py_CLEAR(self->name_verify_crc);
+    for (int i = 0; i < LAYOUT_COUNT; i++) {
+        Py_CLEAR(self->layouts[i].layout);
+    }
+    return 0;
+}
+
+static void
+checker_dealloc(Checker *self)
+{
+    PyObject_GC_UnTrack(self);
+    checker_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Checker *checker;  /* the one `bind_check_record` made last */
+
+static PyTypeObject CheckerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mqstore.storage.format._records.Checker",
+    .tp_basicsize = sizeof(Checker),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "check_record's settings: record.py's layouts and result types.",
+    .tp_traverse = (traverseproc)checker_traverse,
+    .tp_clear = (inquiry)checker_clear,
+    .tp_dealloc = (destructor)checker_dealloc,
+};
+
+/* CheckResult(status, size_bytes, reason, head, layout) without its __init__: the slots
+ * are set as object.__setattr__ would.  `head` is stolen; the others are borrowed. */
+static PyObject *
+make_result(Checker *c, PyObject *status, Py_ssize_t size_bytes, PyObject *reason,
+            PyObject *head, PyObject *layout)
+{
+    PyObject *result = NULL;
+    PyObject *size = PyLong_FromSsize_t(size_bytes);
+    if (size != NULL) {
+        result = c->result_type->tp_alloc(c->result_type, 0);
+    }
+    if (result != NULL) {
+        PyObject *values[RESULT_SLOT_COUNT] = {
+            status, size, reason != NULL ? reason : c->empty_reason,
+            head != NULL ? head : Py_None, layout != NULL ? layout : Py_None};
+        for (int i = 0; i < RESULT_SLOT_COUNT; i++) {
+            PyObject *slot = c->result_slots[i];
+            if (Py_TYPE(slot)->tp_descr_set(slot, result, values[i]) < 0) {
+                Py_CLEAR(result);
+                break;
+            }
+        }
+    }
+    Py_XDECREF(size);
+    Py_XDECREF(head);
+    return result;
+}
+
+static PyObject *
+corrupt(Checker *c, Py_ssize_t size_bytes, const char *reason)
+{
+    PyObject *text = PyUnicode_FromString(reason);
+    if (text == NULL) {
+        return NULL;
+    }
+    PyObject *result = make_result(c, c->status_corrupt, size_bytes, text, NULL, NULL);
+    Py_DECREF(text);
+    return result;
+}
+
+/* Python's format(value, "08X"): the sign counts toward the width of 8. */
+static void
+format_hex08(char *out, size_t out_bytes, long long value)
+{
+    unsigned long long magnitude = value < 0 ? 0ull - (unsigned long long)value
+                                             : (unsigned long long)value;
+    char digits[17];  /* 16 hex digits at most */
+    int digit_count = snprintf(digits, sizeof digits, "%llX", magnitude);
+    int sign = value < 0;
+    int zeros = 8 - sign - digit_count;
+    snprintf(out, out_bytes, "%s%.*s%s", sign ? "-" : "", zeros > 0 ? zeros : 0, "00000000",
+             digits);
+}
+
+static PyObject *
+new_host(const unsigned char *at, Py_ssize_t address_bytes)
+{
+    PyObject *address = PyBytes_FromStringAndSize((const char *)at, address_bytes);
+    if (address == NULL) {
+        return NULL;
+    }
+    PyObject *port = PyLong_FromLong(read_int32(at + address_bytes));
+    if (port == NULL) {
+        Py_DECREF(address);
+        return NULL;
+    }
+    PyObject *host = PyTuple_New(2);
+    if (host == NULL) {
+        Py_DECREF(address);
+        Py_DECREF(port);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(host, 0, address);
+    PyTuple_SET_ITEM(host, 1, port);
+    return host;
+}
+
+/* A RecordHead (a tuple subclass) allocated as the type allocates and filled in place. */
+static PyObject *
+new_head(Checker *c, const unsigned char *record, const LayoutInfo *layout)
+{
+    PyObject *head = c->head_type->tp_alloc(c->head_type, FIELD_COUNT);
+    if (head == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        const unsigned char *at = record + layout->offsets[i];
+        PyObject *item;
+        switch (RECORD_FIELD_KINDS[i]) {
+        case 'q':
+            item = PyLong_FromLongLong(read_int64(at));
+            break;
+        case 'h':
+            item = new_host(at, i == F_BORN_HOST ? layout->born_address_bytes
+                                                 : layout->store_address_bytes);
+            break;
+        default:
+            item = PyLong_FromLong(read_int32(at));
+        }
+        if (item == NULL) {
+            Py_DECREF(head);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(head, i, item);
+    }
+    return head;
+}
+
+/* record.py's _structure_problem: NULL if the lengths add up, else why not (in `reason`). */
+static const char *
+structure_problem(const unsigned char *record, const LayoutInfo *layout,
+                  long long expected_physical_offset, char *reason)
+{
+    int32_t total_size = read_int32(record + layout->offsets[F_TOTAL_SIZE]);
+    long long physical_offset = read_int64(record + layout->offsets[F_PHYSICAL_OFFSET]);
+    int32_t body_size = read_int32(record + layout->offsets[F_BODY_SIZE]);
+    if (physical_offset != expected_physical_offset) {
+        snprintf(reason, MESSAGE_BYTES, "PHYSICALOFFSET field says %lld, record is at %lld",
+                 physical_offset, expected_physical_offset);
+        return reason;
+    }
+    long long cursor = (long long)layout->head_bytes + body_size;
+    if (body_size < 0 || cursor + layout->topic_length_bytes > total_size) {
+        snprintf(reason, MESSAGE_BYTES, "BODYLEN %d overruns TOTALSIZE %d", (int)body_size,
+                 (int)total_size);
+        return reason;
+    }
+    Py_ssize_t topic_size = read_unsigned(record + cursor, layout->topic_length_bytes);
+    cursor += layout->topic_length_bytes + topic_size;
+    if (cursor + layout->properties_length_bytes > total_size) {
+        snprintf(reason, MESSAGE_BYTES, "TOPICLEN %zd overruns TOTALSIZE %d", topic_size,
+                 (int)total_size);
+        return reason;
+    }
+    Py_ssize_t properties_size = read_unsigned(record + cursor, layout->properties_length_bytes);
+    long long recomputed = cursor + layout->properties_length_bytes + properties_size;
+    if (recomputed != total_size) {
+        snprintf(reason, MESSAGE_BYTES, "TOTALSIZE %d but the lengths add up to %lld",
+                 (int)total_size, recomputed);
+        return reason;
+    }
+    return NULL;
+}
+
+/* record.py's _check_message, for a v1 / v2 magic: -1 to hand the call to the reference
+ * (the head would be read past the buffer's end, where the reference raises). */
+static PyObject *
+check_message(Checker *c, const Py_buffer *view, Py_ssize_t position, Py_ssize_t left_bytes,
+              long long expected_physical_offset, int verify_crc, int *delegate)
+{
+    const unsigned char *record = (const unsigned char *)view->buf + position;
+    const LayoutInfo *first = &c->layouts[0];
+    int32_t total_size = read_int32(record + first->offsets[F_TOTAL_SIZE]);
+    char reason[MESSAGE_BYTES];
+    if (total_size < c->fixed_min_bytes || total_size > left_bytes) {
+        snprintf(reason, sizeof reason, "TOTALSIZE %d outside [%zd, %zd]", (int)total_size,
+                 c->fixed_min_bytes, left_bytes);
+        return corrupt(c, 0, reason);
+    }
+    uint32_t sysflag = (uint32_t)read_int32(record + first->offsets[F_SYSFLAG]);
+    int32_t magic = read_int32(record + first->offsets[F_MAGIC]);
+    const LayoutInfo *layout = &c->layouts[((sysflag & c->born_v6_bit) != 0) * 4
+                                           + ((sysflag & c->store_v6_bit) != 0) * 2
+                                           + (magic == c->magic_v2)];
+    if (layout->head_bytes > view->len - position) {
+        *delegate = 1;
+        return NULL;
+    }
+    const char *problem = structure_problem(record, layout, expected_physical_offset, reason);
+    if (problem == NULL && verify_crc) {
+        int32_t body_size = read_int32(record + layout->offsets[F_BODY_SIZE]);
+        long long crc = (long long)(crc32(0L, record + layout->head_bytes, (uInt)body_size)
+                                    & 0x7FFFFFFFul);
+        int32_t stored = read_int32(record + layout->offsets[F_BODY_CRC]);
+        if (crc != stored) {
+            char computed_hex[32], stored_hex[32];
+            format_hex08(computed_hex, sizeof computed_hex, crc);
+            format_hex08(stored_hex, sizeof stored_hex, stored);
+            snprintf(reason, sizeof reason, "body CRC 0x%s != stored 0x%s", computed_hex,
+                     stored_hex);
+            problem = reason;
+        }
+    }
+    if (problem != NULL) {
+        return corrupt(c, total_size, problem);
+    }
+    PyObject *head = new_head(c, record, layout);
+    if (head == NULL) {
+        return NULL;
+    }
+    return make_result(c, c->status_ok, total_size, NULL, head, layout->layout);
+}
+
+/* record.py's check_record_reference, for a position and limit inside the buffer. */
+static PyObject *
+check_at(Checker *c, const Py_buffer *view, Py_ssize_t position, Py_ssize_t limit,
+         long long expected_physical_offset, int verify_crc, int *delegate)
+{
+    const unsigned char *bytes = view->buf;
+    Py_ssize_t left_bytes = limit - position;
+    if (left_bytes < c->blank_bytes) {
+        for (Py_ssize_t i = position; i < limit; i++) {
+            if (bytes[i] != 0) {
+                return corrupt(c, 0, "fewer than 8 bytes left and not zero");
+            }
+        }
+        return make_result(c, c->status_end, 0, NULL, NULL, NULL);
+    }
+    const LayoutInfo *first = &c->layouts[0];
+    int32_t total_size = read_int32(bytes + position + first->offsets[F_TOTAL_SIZE]);
+    int32_t magic = read_int32(bytes + position + first->offsets[F_MAGIC]);
+    char reason[MESSAGE_BYTES];
+    if (magic == c->magic_blank) {
+        if (total_size != left_bytes) {
+            snprintf(reason, sizeof reason, "BLANK of %d bytes does not reach the segment end "
+                     "(%zd bytes left)", (int)total_size, left_bytes);
+            return corrupt(c, 0, reason);
+        }
+        return make_result(c, c->status_blank, total_size, NULL, NULL, NULL);
+    }
+    if (magic != c->magic_v1 && magic != c->magic_v2) {
+        if (total_size == 0 && magic == 0) {
+            return make_result(c, c->status_end, 0, NULL, NULL, NULL);
+        }
+        snprintf(reason, sizeof reason, "bad magic 0x%08X", (unsigned)magic);
+        return corrupt(c, 0, reason);
+    }
+    return check_message(c, view, position, left_bytes, expected_physical_offset, verify_crc,
+                         delegate);
+}
+
+/* mmap.mmap, looked up when the module loads. */
+static PyTypeObject *mmap_type;
+
+/* A buffer whose slices, as the reference takes them, are its raw bytes. */
+static int
+is_plain_buffer(PyObject *buffer)
+{
+    return PyBytes_CheckExact(buffer) || PyByteArray_CheckExact(buffer)
+           || PyMemoryView_Check(buffer) || Py_IS_TYPE(buffer, mmap_type);
+}
+
+/* Sort the keyword arguments: 1 if they are exactly limit, expected_physical_offset and
+ * verify_crc. */
+static int
+keyword_values(const Checker *c, PyObject *const *values, PyObject *kwnames, PyObject **limit,
+               PyObject **expected, PyObject **verify_crc)
+{
+    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) != 3) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        /* A call written in Python passes the interned names: identity decides at once. */
+        if (name == c->name_limit) {
+            *limit = values[i];
+        }
+        else if (name == c->name_expected) {
+            *expected = values[i];
+        }
+        else if (name == c->name_verify_crc) {
+            *verify_crc = values[i];
+        }
+        else if (PyUnicode_Compare(name, c->name_limit) == 0) {
+            *limit = values[i];
+        }
+        else if (PyUnicode_Compare(name, c->name_expected) == 0) {
+            *expected = values[i];
+        }
+        else if (PyUnicode_Compare(name, c->name_verify_crc) == 0) {
+            *verify_crc = values[i];
+        }
+    }
+    return *limit != NULL && *expected != NULL && *verify_crc != NULL;
+}
+
+static PyObject *
+check_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Checker *c = checker;
+    Py_INCREF(c);  /* held through the call, should a rebinding replace it meanwhile */
+    PyObject *limit_object = NULL, *expected_object = NULL, *verify_crc_object = NULL;
+    int delegated = nargs != 2
+        || !keyword_values(c, args + nargs, kwnames, &limit_object, &expected_object,
+                           &verify_crc_object)
+        || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(limit_object)
+        || !PyLong_CheckExact(expected_object)
+        || (verify_crc_object != Py_True && verify_crc_object != Py_False)
+        || !is_plain_buffer(args[0]);
+    long long expected = 0;
+    Py_ssize_t position = -1, limit = -1;
+    if (!delegated) {
+        int overflow = 0;
+        expected = PyLong_AsLongLongAndOverflow(expected_object, &overflow);
+        position = overflow ? -1 : PyLong_AsSsize_t(args[1]);
+        limit = position < 0 ? -1 : PyLong_AsSsize_t(limit_object);
+        if (limit < 0) {  /* out of range, negative or overflowing: the reference's case */
+            PyErr_Clear();
+            delegated = 1;
+        }
+    }
+    Py_buffer view;
+    if (!delegated && PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        delegated = 1;
+    }
+    PyObject *result = NULL;
+    if (!delegated) {
+        if ((PyMemoryView_Check(args[0]) && !is_plain_memoryview(args[0]))
+            || limit > view.len) {
+            delegated = 1;
+        }
+        else {
+            result = check_at(c, &view, position, limit, expected,
+                              verify_crc_object == Py_True, &delegated);
+        }
+        PyBuffer_Release(&view);
+    }
+    if (delegated) {
+        result = PyObject_Vectorcall(c->reference, args, (size_t)nargs, kwnames);
+    }
+    Py_DECREF(c);
+    return result;
+}
+
+static PyMethodDef check_record_def = {
+    "check_record", (PyCFunction)(void (*)(void))check_record, METH_FASTCALL | METH_KEYWORDS,
+    "check_record(buffer, position, *, limit, expected_physical_offset, verify_crc)\n--\n\n"
+    "record.check_record_reference in C (storage/format/_records.c)."};
+
+/* ---------------------------------------------------------------- binding */
+
+static int
+read_layout(LayoutInfo *info, PyObject *entry)
+{
+    PyObject *offsets;
+    if (!PyArg_ParseTuple(entry, "OO!nnnnn;a layout is (layout, offsets, born address bytes, "
+                          "store address bytes, head bytes, topic length bytes, properties "
+                          "length bytes)", &info->layout, &PyTuple_Type, &offsets,
+                          &info->born_address_bytes, &info->store_address_bytes,
+                          &info->head_bytes, &info->topic_length_bytes,
+                          &info->properties_length_bytes)) {
+        info->layout = NULL;
+        return -1;
+    }
+    Py_INCREF(info->layout);
+    if (PyTuple_GET_SIZE(offsets) != FIELD_COUNT) {
+        PyErr_Format(PyExc_ValueError, "a layout needs %d field offsets", FIELD_COUNT);
+        return -1;
+    }
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        info->offsets[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i));
+        if (info->offsets[i] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        Py_ssize_t width = RECORD_FIELD_KINDS[i] == 'q' ? 8 : RECORD_FIELD_KINDS[i] == 'i' ? 4
+                           : 4 + (i == F_BORN_HOST ? info->born_address_bytes
+                                                   : info->store_address_bytes);
+        if (info->offsets[i] < 0 || info->offsets[i] + width > info->head_bytes) {
+            PyErr_Format(PyExc_ValueError, "field %d lies outside the %zd-byte head", i,
+                         info->head_bytes);
+            return -1;
+        }
+    }
+    if ((info->topic_length_bytes != 1 && info->topic_length_bytes != 2)
+        || (info->properties_length_bytes != 1 && info->properties_length_bytes != 2)
+        || (info->born_address_bytes != 4 && info->born_address_bytes != 16)
+        || (info->store_address_bytes != 4 && info->store_address_bytes != 16)) {
+        PyErr_SetString(PyExc_ValueError, "length prefixes are 1 or 2 bytes, addresses 4 or 16");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+check_common_offsets(const Checker *c)
+{
+    static const int common[] = {F_TOTAL_SIZE, F_MAGIC, F_SYSFLAG};
+    for (int i = 0; i < LAYOUT_COUNT; i++) {
+        for (size_t k = 0; k < sizeof common / sizeof common[0]; k++) {
+            if (c->layouts[i].offsets[common[k]] != c->layouts[0].offsets[common[k]]) {
+                PyErr_SetString(PyExc_ValueError, "TOTALSIZE, MAGIC and SYSFLAG must sit at "
+                                "the same offsets in every layout");
+                return -1;
+            }
+        }
+    }
+    if (c->fixed_min_bytes < c->layouts[0].offsets[F_SYSFLAG] + 4
+        || c->blank_bytes < c->layouts[0].offsets[F_MAGIC] + 4) {
+        PyErr_SetString(PyExc_ValueError, "the smallest record must hold SYSFLAG");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+read_result_type(Checker *c, PyObject *slot_names)
+{
+    if (!PyType_IsSubtype(c->head_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "head_type must be a tuple subclass");
+        return -1;
+    }
+    if (c->result_type->tp_new != PyBaseObject_Type.tp_new
+        || PyTuple_GET_SIZE(slot_names) != RESULT_SLOT_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "result_type must be a plain class with 5 slots");
+        return -1;
+    }
+    for (int i = 0; i < RESULT_SLOT_COUNT; i++) {
+        PyObject *slot = PyObject_GetAttr((PyObject *)c->result_type,
+                                          PyTuple_GET_ITEM(slot_names, i));
+        if (slot == NULL) {
+            return -1;
+        }
+        c->result_slots[i] = slot;
+        if (!PyObject_TypeCheck(slot, &PyMemberDescr_Type)) {
+            PyErr_SetString(PyExc_TypeError, "result_type's fields must be slots");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+read_constants(Checker *c, PyObject *statuses, PyObject *magics, PyObject *sizes,
+               PyObject *host_bits)
+{
+    if (!PyArg_ParseTuple(statuses, "OOOO;statuses are (ok, blank, end, corrupt)",
+                          &c->status_ok, &c->status_blank, &c->status_end, &c->status_corrupt)) {
+        c->status_ok = c->status_blank = c->status_end = c->status_corrupt = NULL;
+        return -1;
+    }
+    Py_INCREF(c->status_ok);
+    Py_INCREF(c->status_blank);
+    Py_INCREF(c->status_end);
+    Py_INCREF(c->status_corrupt);
+    unsigned int born_bit, store_bit;
+    if (!PyArg_ParseTuple(magics, "iii;magics are (v1, v2, blank)", &c->magic_v1,
+                          &c->magic_v2, &c->magic_blank)
+        || !PyArg_ParseTuple(sizes, "nn;sizes are (blank bytes, smallest record bytes)",
+                             &c->blank_bytes, &c->fixed_min_bytes)
+        || !PyArg_ParseTuple(host_bits, "II;host bits are (born v6, store v6)", &born_bit,
+                             &store_bit)) {
+        return -1;
+    }
+    c->born_v6_bit = born_bit;
+    c->store_v6_bit = store_bit;
+    c->empty_reason = PyUnicode_FromString("");
+    c->name_limit = PyUnicode_InternFromString("limit");
+    c->name_expected = PyUnicode_InternFromString("expected_physical_offset");
+    c->name_verify_crc = PyUnicode_InternFromString("verify_crc");
+    if (c->empty_reason == NULL || c->name_limit == NULL || c->name_expected == NULL
+        || c->name_verify_crc == NULL) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+module_name_of(PyObject *reference)
+{
+    return PyObject_GetAttrString(reference, "__module__");
+}
+
+static PyObject *
+bind_check_record(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"reference", "head_type", "result_type", "result_slots",
+                               "statuses", "layouts", "field_kinds", "magics", "sizes",
+                               "host_bits", NULL};
+    PyObject *reference, *result_slots, *statuses, *layouts, *magics, *sizes, *host_bits;
+    PyTypeObject *head_type, *result_type;
+    const char *field_kinds;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO!O!O!O!O!sO!O!O!:bind_check_record", keywords, &reference,
+            &PyType_Type, &head_type, &PyType_Type, &result_type, &PyTuple_Type, &result_slots,
+            &PyTuple_Type, &statuses, &PyTuple_Type, &layouts, &field_kinds, &PyTuple_Type,
+            &magics, &PyTuple_Type, &sizes, &PyTuple_Type, &host_bits)) {
+        return NULL;
+    }
+    if (strcmp(field_kinds, RECORD_FIELD_KINDS) != 0) {
+        return PyErr_Format(PyExc_ValueError, "the record's fields are %s but "
+                            "storage/format/_records.c decodes %s: update it", field_kinds,
+                            RECORD_FIELD_KINDS);
+    }
+    if (PyTuple_GET_SIZE(layouts) != LAYOUT_COUNT) {
+        return PyErr_Format(PyExc_ValueError, "expected %d layouts", LAYOUT_COUNT);
+    }
+    Checker *c = PyObject_GC_New(Checker, &CheckerType);
+    if (c == NULL) {
+        return NULL;
+    }
+    memset((char *)c + sizeof(PyObject), 0, sizeof(Checker) - sizeof(PyObject));
+    PyObject_GC_Track(c);
+    Py_INCREF(reference);
+    c->reference = reference;
+    Py_INCREF(head_type);
+    c->head_type = head_type;
+    Py_INCREF(result_type);
+    c->result_type = result_type;
+    PyObject *function = NULL;
+    int failed = read_result_type(c, result_slots)
+                 || read_constants(c, statuses, magics, sizes, host_bits);
+    for (int i = 0; i < LAYOUT_COUNT && !failed; i++) {
+        failed = read_layout(&c->layouts[i], PyTuple_GET_ITEM(layouts, i));
+    }
+    PyObject *module_name = failed || check_common_offsets(c) ? NULL : module_name_of(reference);
+    if (module_name != NULL) {
+        function = PyCFunction_NewEx(&check_record_def, module, module_name);
+        Py_DECREF(module_name);
+    }
+    if (function == NULL) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    Py_XSETREF(checker, c);
+    return function;
+}
+
+static PyMethodDef bindable_defs[] = {
+    {"java_string_hash", (PyCFunction)java_string_hash, METH_O,
+     "java_string_hash(text)\n--\n\n"
+     "java_hash.java_string_hash_reference in C (storage/format/_records.c)."},
+    {"decode_properties", (PyCFunction)decode_properties, METH_O,
+     "decode_properties(encoded)\n--\n\n"
+     "properties.decode_properties_reference in C (storage/format/_records.c)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *
+bind(PyObject *module, PyObject *args)
+{
+    const char *name;
+    PyObject *reference;
+    if (!PyArg_ParseTuple(args, "sO:bind", &name, &reference)) {
+        return NULL;
+    }
+    PyMethodDef *def = bindable_defs;
+    while (def->ml_name != NULL && strcmp(def->ml_name, name) != 0) {
+        def++;
+    }
+    if (def->ml_name == NULL) {
+        return PyErr_Format(PyExc_ValueError, "no compiled function %s", name);
+    }
+    PyObject **remembered = def == bindable_defs ? &java_string_hash_reference
+                                                 : &decode_properties_reference;
+    PyObject *module_name = module_name_of(reference);
+    if (module_name == NULL) {
+        return NULL;
+    }
+    PyObject *function = PyCFunction_NewEx(def, module, module_name);
+    Py_DECREF(module_name);
+    if (function != NULL) {
+        Py_INCREF(reference);
+        Py_XSETREF(*remembered, reference);
+    }
+    return function;
+}
+
+static PyMethodDef module_methods[] = {
+    {"bind", bind, METH_VARARGS,
+     "bind(name, reference)\n--\n\n"
+     "The C twin of a one-argument reference function, falling back to it for arguments of "
+     "other types."},
+    {"bind_check_record", (PyCFunction)(void (*)(void))bind_check_record,
+     METH_VARARGS | METH_KEYWORDS,
+     "The C twin of record.check_record_reference, told record.py's layouts and types."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef records_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "mqstore.storage.format._records",
+    .m_doc = "The hot per-record codecs in C; storage/format/compiled.py binds them.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__records(void)
+{
+    if (PyType_Ready(&CheckerType) < 0) {
+        return NULL;
+    }
+    if (mmap_type == NULL) {
+        PyObject *mmap_module = PyImport_ImportModule("mmap");
+        if (mmap_module == NULL) {
+            return NULL;
+        }
+        PyObject *type = PyObject_GetAttrString(mmap_module, "mmap");
+        Py_DECREF(mmap_module);
+        if (type == NULL) {
+            return NULL;
+        }
+        if (!PyType_Check(type)) {
+            Py_DECREF(type);
+            PyErr_SetString(PyExc_TypeError, "mmap.mmap is not a type");
+            return NULL;
+        }
+        mmap_type = (PyTypeObject *)type;  /* kept for the process's life */
+    }
+    PyObject *module = PyModule_Create(&records_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(module, "ABI_VERSION", ABI_VERSION) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

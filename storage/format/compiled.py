@@ -1,0 +1,80 @@
+"""Which implementation the hot codecs run: C, or the Python reference.
+
+Three functions run once per record on the store's hot paths; each has a C twin in the
+extension module `mqstore.storage.format._records` (storage/format/_records.c):
+
+    java_hash.java_string_hash     tag codes (dispatch, reads), index key hashes
+    record.check_record            recovery, dispatch, reads, scrub; record.holds_entry
+    properties.decode_properties   dispatch, reads
+
+The Python functions stay, renamed `<name>_reference`: they define the behaviour, and
+tests/storage/format/test_compiled_equivalence.py holds every C twin to its reference.  Each
+module picks its implementation once, at import, through `pick`:
+
+* `MQSTORE_NO_EXTENSIONS=1` in the environment: the references, everywhere.
+* Otherwise the extension must load: a missing or stale build raises ImportError saying to
+  run scripts/setup.sh (which builds it) -- never a quiet fall back to the slower path.
+
+A C twin answers only the arguments the store passes (exact ints, bytes / bytearray /
+memoryview / mmap.mmap); it hands anything else to its reference, so results and exceptions
+are the reference's own for every input.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import cache
+from types import ModuleType
+from typing import Any, TypeVar, cast
+
+ENVIRONMENT_VARIABLE = "MQSTORE_NO_EXTENSIONS"
+ABI_VERSION = 1
+"""The `ABI_VERSION` storage/format/_records.c must report; a build of another is stale."""
+REFERENCE_SUFFIX = "_reference"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _extensions_disabled() -> bool:
+    value = os.environ.get(ENVIRONMENT_VARIABLE, "")
+    if value not in ("", "0", "1"):
+        raise ImportError(f"{ENVIRONMENT_VARIABLE}={value!r}: set it to 1 for the pure-Python "
+                          f"reference, or leave it unset (or 0) for the C extension")
+    return value == "1"
+
+
+EXTENSIONS_DISABLED = _extensions_disabled()
+"""True when `MQSTORE_NO_EXTENSIONS=1`: every `pick` returns the reference."""
+
+
+@cache
+def extension() -> ModuleType:
+    """The loaded extension module; ImportError, with the one-line remedy, if it is not
+    built or was built from another version of its source."""
+    try:
+        from . import _records  # noqa: PLC0415 (imported on demand: absent when disabled)
+    except ImportError as error:
+        raise ImportError(
+            f"mqstore's C extension mqstore.storage.format._records is not built ({error}): "
+            f"run scripts/setup.sh, or set {ENVIRONMENT_VARIABLE}=1 for the pure-Python "
+            f"reference") from error
+    if _records.ABI_VERSION != ABI_VERSION:
+        raise ImportError(
+            f"mqstore.storage.format._records ({_records.__file__}) is a stale build "
+            f"(ABI {_records.ABI_VERSION}, expected {ABI_VERSION}): run scripts/setup.sh")
+    return _records
+
+
+def compiled_twin(reference: F) -> F:
+    """The C twin of a one-argument reference function named `<name>_reference`."""
+    name = reference.__name__.removesuffix(REFERENCE_SUFFIX)
+    return cast(F, extension().bind(name, reference))
+
+
+def pick(reference: F, compiled: Callable[[], Callable[..., Any]] | None = None) -> F:
+    """`reference` when the extensions are disabled, else its C twin: `compiled()` if given,
+    else `compiled_twin(reference)`.  Raises ImportError when the extension is missing."""
+    if EXTENSIONS_DISABLED:
+        return reference
+    return cast(F, compiled() if compiled is not None else compiled_twin(reference))
