@@ -119,6 +119,7 @@ class Dispatcher:
         self._queues = queues
         self._index = index
         self.dispatched_position = dispatched_position
+        self.caught_up = True  # the last pass reached the committed position it was given
         self.records_per_pass_max = records_per_pass_max
         self.index_tags = index_tags
         """Also index each message's TAGS (`topic#T#<tags>`), as RocketMQ 5 does."""
@@ -152,6 +153,7 @@ class Dispatcher:
                 budget -= self._dispatch_segment(segment.mapping, start, end, notices, budget)
             finally:
                 segment.release()
+        self.caught_up = self.dispatched_position >= committed_position
         return notices
 
     def _dispatch_segment(self, mapping: record.ReadableBuffer, start: int, end: int,
@@ -315,8 +317,8 @@ class Dispatcher:
 
 
 class DispatchService(ServiceThread):
-    """Runs passes until caught up, then polls every `dispatch_interval_ms`.
-
+    """Passes until caught up, then a wait for a wakeup: `dispatch_interval_ms` (each pass
+    costs a positions read and a notice batch), `idle_wait_ms` once a pass found nothing.
     A full disk (ENOSPC, EDQUOT creating a consume queue or index file) stalls dispatch
     instead of stopping the store: it retries every `dispatch_retry_interval_ms` and says why
     in `stalled_reason` (re-dispatching is idempotent, so a half-done record is safe to
@@ -364,6 +366,8 @@ class DispatchService(ServiceThread):
             self.stalled_reason = None
         if self.dispatcher.dispatched_position == before:
             self.wait_for_running(self.idle_wait_ms)
+        elif self.dispatcher.caught_up:  # as reput sleeps 1 ms: a pass per interval under load
+            self.wait_for_running(self._config.dispatch_interval_ms)
 
     def _replay_stalled_queues(self) -> None:
         """Every `stalled_queue_retry_interval_ms` while a queue is stalled (Dispatcher)."""
