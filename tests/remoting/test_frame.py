@@ -99,3 +99,36 @@ def test_a_binary_ext_length_past_the_header_is_refused() -> None:
     frame[-15] = 0x7F  # the ext fields' total length, now far past the header
     with pytest.raises(FrameError, match="extFields"):
         decode(bytes(frame))
+
+
+def _json_frame(header: bytes) -> bytes:
+    return len(header).to_bytes(4, "big") + header
+
+
+@pytest.mark.parametrize("header", [
+    b'{"code":11,"opaque":1,"remark":"\\ud800 lone surrogate"}',  # orjson refuses it
+    b'{"code":11,"opaque":1,"flag":0,"extFields":{"n":NaN}}',
+    b'{"code":11,"opaque":1,"extFields":{"n":123456789012345678901234567890}}',  # > 64 bits
+    '{"code":11,"opaque":1}'.encode("utf-16"),  # json detects UTF-16
+    b'{"code":11,"opaque":1,"code":12}',  # a repeated key: the last one counts
+    b'{"code":11,"opaque":1,"extFields":{"a":1.5,"b":true,"c":null,"d":[1]}}',
+])
+def test_json_headers_decode_as_the_standard_parser_decodes_them(header: bytes) -> None:
+    """The front parses with orjson and falls back to json for what orjson refuses: the
+    command is the one json's document gives, whichever parser read it."""
+    command = decode(_json_frame(header))
+    document = json.loads(header)
+    assert command.code == int(document["code"])
+    assert command.opaque == int(document["opaque"])
+    assert command.remark == document.get("remark")
+    expected_ext = {key: value if isinstance(value, str) else
+                    ("true" if value is True else json.dumps(value, separators=(",", ":")))
+                    for key, value in (document.get("extFields") or {}).items()
+                    if value is not None}
+    assert command.ext_fields == expected_ext
+
+
+@pytest.mark.parametrize("header", [b'{"code":', b"[1,2]", b"\xff\xfe\x00", b"[" * 100_000])
+def test_a_header_neither_parser_takes_is_a_frame_error(header: bytes) -> None:
+    with pytest.raises(FrameError):
+        decode(_json_frame(header))

@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import struct
+
+import orjson
 
 from mqstore.services.notifier.remoting.codes import (
     FLAG_ONEWAY,
@@ -128,10 +131,15 @@ def _decode_json(header: bytes) -> Command:
 
 
 def _command_of_json(header: bytes) -> Command:
-    try:
-        document = json.loads(header)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise FrameError(f"JSON header is not JSON: {error}") from None
+    if _LONG_NUMBER.search(header) is not None:
+        document = _loads_reference(header)  # orjson reads an integer past 64 bits as a float
+    else:
+        try:
+            document = orjson.loads(header)
+        except orjson.JSONDecodeError:
+            # What orjson refuses and json may take (a lone surrogate escape, NaN, a UTF-16
+            # document): the standard parser decides, as it always did.
+            document = _loads_reference(header)
     if not isinstance(document, dict):
         raise FrameError("JSON header is not an object")
     ext = document.get("extFields") or {}
@@ -151,6 +159,17 @@ def _command_of_json(header: bytes) -> Command:
                        ext_fields=ext)
     except (TypeError, ValueError) as error:
         raise FrameError(f"JSON header: {error}") from None
+
+
+_LONG_NUMBER = re.compile(rb"[0-9]{20}")
+"""20 digits or more may be past 64 bits, which orjson reads as a float (json: an int)."""
+
+
+def _loads_reference(header: bytes) -> object:
+    try:
+        return json.loads(header)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise FrameError(f"JSON header is not JSON: {error}") from None
 
 
 def _int(document: dict[str, object], name: str) -> int:
