@@ -228,7 +228,10 @@ class FramedStream:
             self._unsettled_frames = 0
             return
         self._unsettled_frames += 1
-        if self.buffered_bytes > 0 or self._unsettled_frames >= SETTLE_FRAMES_MAX:
+        # The transport's buffer only: frames written this turn go out at its end anyway,
+        # and yielding for them would cost a turn, and a system call, per frame.
+        if (self._writer.transport.get_write_buffer_size() > 0
+                or self._unsettled_frames >= SETTLE_FRAMES_MAX):
             self._unsettled_frames = 0
             await asyncio.sleep(0)
 

@@ -22,7 +22,12 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 
 from __future__ import annotations
 
-from mqstore.services.common.links.forward_wire import KIND_BATCH, KIND_SINGLE, ForwardRequest
+from mqstore.services.common.links.forward_wire import (
+    KIND_BATCH,
+    KIND_SINGLE,
+    ForwardAnswer,
+    ForwardRequest,
+)
 from mqstore.services.notifier.remoting import headers
 from mqstore.services.notifier.remoting.codes import (
     FLUSH_DISK_TIMEOUT,
@@ -54,6 +59,12 @@ TRANSACTION_PREPARED = 0x4
 
 
 async def send(front: Front, request: Command, peer: Peer) -> Command | None:
+    forward = forward_of(front, request, peer)
+    return answer_of(front, request, forward, await front.link.send(forward))
+
+
+def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
+    """What to forward to the writer for a send (RemotingError: the send's refusal)."""
     topic = headers.text(request, "topic", "b")
     front.topics.check_name(topic)
     config = _topic(front, request, topic)
@@ -70,7 +81,7 @@ async def send(front: Front, request: Command, peer: Peer) -> Command | None:
     if not request.body:
         raise RemotingError(MESSAGE_ILLEGAL, "the message body is empty")
     properties = (headers.optional_text(request, "properties", "i") or "").encode("utf-8")
-    forward = ForwardRequest(
+    return ForwardRequest(
         0, KIND_BATCH if request.code == SEND_BATCH_MESSAGE else KIND_SINGLE, queue_id,
         sysflag & ~0x30,
         headers.number(request, "flag", "h", minimum=headers.INT32_MIN,
@@ -79,7 +90,11 @@ async def send(front: Front, request: Command, peer: Peer) -> Command | None:
         headers.number(request, "reconsumeTimes", "j", minimum=0,
                        maximum=headers.INT32_MAX, default=0),
         peer.address, topic, properties, bytes(request.body))
-    answer = await front.link.send(forward)
+
+
+def answer_of(front: Front, request: Command, forward: ForwardRequest,
+              answer: ForwardAnswer) -> Command:
+    """The client's answer to a send the writer answered."""
     code = STATUS_CODES.get(answer.status, SYSTEM_ERROR)
     if not answer.results:
         raise RemotingError(code if code != SUCCESS else SYSTEM_ERROR,
@@ -87,7 +102,7 @@ async def send(front: Front, request: Command, peer: Peer) -> Command | None:
     host = front.store_host_packed
     ext = {"msgId": ",".join(offset_msg_id(host, physical) for _, physical, _ in
                              answer.results),
-           "queueId": str(queue_id), "queueOffset": str(answer.results[0][0]),
+           "queueId": str(forward.queue_id), "queueOffset": str(answer.results[0][0]),
            "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
     return request.answer(code, ext_fields=ext,
                           remark=answer.reason or None if code != SUCCESS else None)

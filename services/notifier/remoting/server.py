@@ -6,7 +6,10 @@
         the whole frame within frame_read_timeout_ms of its first byte, else close
       → decode (a malformed frame closes: the next frame cannot be found after it)
       → a task per request (≤ requests_in_flight_per_connection_max per connection), so a
-        held pull never blocks the requests behind it on the same socket
+        held pull never blocks the requests behind it on the same socket; a send takes no
+        task: it is checked and forwarded to the writer as it is read, and answered from
+        the callback of the writer's answer (the same checks, codes and bounds as the task
+        path, which takes it when the writer link is not connected or its buffer is full)
       → the handler's answer, written as soon as it is ready (clients match by opaque);
         none for a oneway request (flag bit 1)
 
@@ -34,10 +37,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import ssl
+from collections.abc import Callable
 
+from mqstore.services.common.links.forward_wire import ForwardAnswer, ForwardRequest
 from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
@@ -46,13 +52,24 @@ from mqstore.services.common.links.framing import (
     start_framed_server,
 )
 from mqstore.services.common.settings.remoting import RemotingSettings
+from mqstore.services.notifier.remoting import send
 from mqstore.services.notifier.remoting.clients import notify_group_changed
-from mqstore.services.notifier.remoting.codes import SYSTEM_ERROR, RemotingError, not_supported
+from mqstore.services.notifier.remoting.codes import (
+    SEND_BATCH_MESSAGE,
+    SEND_MESSAGE,
+    SEND_MESSAGE_V2,
+    SYSTEM_ERROR,
+    RemotingError,
+    not_supported,
+)
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command, FrameError, decode, encode
 from mqstore.services.notifier.remoting.routing import HANDLERS
 
 log = logging.getLogger("mqstore.remoting")
+
+SEND_CODES = frozenset((SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE))
+"""Handled inline (`RemotingServer._send_inline`): most of a producer's traffic."""
 
 
 def frame_limits(settings: RemotingSettings) -> FrameLimits:
@@ -76,6 +93,8 @@ class RemotingServer:
         self._streams: dict[int, FramedStream] = {}
         """Open connections by id: what counts toward `connections_max`."""
         self._ids = itertools.count(1)
+        self._writes: set[asyncio.Task[None]] = set()
+        """Answers of inline sends that wait for room in their connection's buffer."""
         self.port = 0
         front.push = self.push
 
@@ -161,6 +180,10 @@ class RemotingServer:
             while (payload := await stream.read_frame()) is not None:
                 request = decode(payload)
                 await slots.acquire()
+                if request.code in SEND_CODES and self._send_inline(request, stream, peer,
+                                                                    slots.release):
+                    await stream.settle()
+                    continue
                 handling = asyncio.create_task(self._handle(request, stream, peer))
                 pending.add(handling)
                 handling.add_done_callback(pending.discard)
@@ -175,6 +198,60 @@ class RemotingServer:
         if answer is not None and not request.oneway and not stream.writer.is_closing():
             with contextlib.suppress(ConnectionError):  # the read loop closes and logs it
                 await stream.write(encode(answer))
+
+    def _send_inline(self, request: Command, stream: FramedStream, peer: Peer,
+                     release: Callable[[], None]) -> bool:
+        """A send, handled without a task: checked and forwarded here, answered from the
+        writer's answer's callback.  False (the task path takes it) when the link cannot
+        take it now (not connected, or its buffer is full)."""
+        front = self.front
+        try:
+            if request.is_response:
+                return False
+            if front.access is not None:
+                front.access.check(request, peer.address)
+            forward = send.forward_of(front, request, peer)
+            future = front.link.send_nowait(forward)
+        except RemotingError as error:
+            self._reply(request, request.answer(error.code, remark=error.remark), stream)
+            release()
+            return True
+        if future is None:
+            return False
+        future.add_done_callback(functools.partial(self._sent, request, forward, stream,
+                                                   release))
+        return True
+
+    def _sent(self, request: Command, forward: ForwardRequest, stream: FramedStream,
+              release: Callable[[], None], future: asyncio.Future[ForwardAnswer]) -> None:
+        release()
+        if future.cancelled():
+            return  # the front stops
+        try:
+            answer = send.answer_of(self.front, request, forward, future.result())
+        except RemotingError as error:
+            answer = request.answer(error.code, remark=error.remark)
+        except Exception as error:  # a bug answers, never hangs the client
+            log.exception("request code %d failed", request.code)
+            answer = request.answer(SYSTEM_ERROR, remark=f"{type(error).__name__}: {error}")
+        self._reply(request, answer, stream)
+
+    def _reply(self, request: Command, answer: Command, stream: FramedStream) -> None:
+        """Write an answer from a callback: now, or from a task if the buffer is full."""
+        if request.oneway or stream.writer.is_closing():
+            return
+        parts = encode(answer)
+        with contextlib.suppress(ConnectionError):
+            if stream.write_nowait(parts):
+                return
+        writing = asyncio.create_task(self._write_later(parts, stream))
+        self._writes.add(writing)
+        writing.add_done_callback(self._writes.discard)
+
+    @staticmethod
+    async def _write_later(parts: list[bytes], stream: FramedStream) -> None:
+        with contextlib.suppress(ConnectionError):  # the read loop closes and logs it
+            await stream.write(parts)
 
 
 async def answer_to(front: Front, request: Command, peer: Peer) -> Command | None:

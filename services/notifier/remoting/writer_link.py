@@ -79,9 +79,7 @@ class WriterLink:
         No timer per send: one task per link (`_expire`) breaks the link when the oldest
         send has waited `writer_timeout_ms`, which fails every waiting send (the writer is
         stuck or gone for all of them alike)."""
-        if len(self._waiting) >= self._settings.writer_requests_in_flight_max:
-            raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {len(self._waiting)} sends wait for "
-                                             f"the writer (writer_requests_in_flight_max)")
+        self._check_room()
         stream = self._stream
         if stream is None or stream.writer.is_closing():
             stream = await self._connect_in_time()
@@ -96,6 +94,27 @@ class WriterLink:
             raise RemotingError(SYSTEM_ERROR, f"the writer link broke: {error}") from None
         finally:
             self._waiting.pop(request_id, None)
+
+    def send_nowait(self, request: ForwardRequest) -> asyncio.Future[ForwardAnswer] | None:
+        """Forward one send now and return the future of the writer's answer, without a task
+        or a coroutine; None (nothing sent) if the link is not connected or its buffer is
+        full: `send` then waits for both."""
+        self._check_room()
+        stream = self._stream
+        if stream is None or stream.writer.is_closing():
+            return None
+        request_id = (self._next_id + 1) & REQUEST_ID_MASK
+        if not stream.write_nowait(encode_request(request._replace(request_id=request_id))):
+            return None
+        self._next_id = request_id
+        future: asyncio.Future[ForwardAnswer] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = (future, time.monotonic())
+        return future
+
+    def _check_room(self) -> None:
+        if len(self._waiting) >= self._settings.writer_requests_in_flight_max:
+            raise RemotingError(SYSTEM_BUSY, f"[OVERLOAD] {len(self._waiting)} sends wait for "
+                                             f"the writer (writer_requests_in_flight_max)")
 
     async def _connect_in_time(self) -> FramedStream:
         timeout_ms = self._settings.writer_timeout_ms
@@ -154,7 +173,7 @@ class WriterLink:
         try:
             while (frame := await stream.read_frame()) is not None:
                 answer = decode_answer(frame)
-                waiting = self._waiting.get(answer.request_id)
+                waiting = self._waiting.pop(answer.request_id, None)
                 if waiting is not None and not waiting[0].done():
                     waiting[0].set_result(answer)
         except ConnectionError as error:
