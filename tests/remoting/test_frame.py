@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from mqstore.services.notifier.remoting import frame
 from mqstore.services.notifier.remoting.frame import (
     SERIALIZE_JSON,
     SERIALIZE_ROCKETMQ,
@@ -132,3 +133,19 @@ def test_json_headers_decode_as_the_standard_parser_decodes_them(header: bytes) 
 def test_a_header_neither_parser_takes_is_a_frame_error(header: bytes) -> None:
     with pytest.raises(FrameError):
         decode(_json_frame(header))
+
+
+def test_a_java_send_header_is_parsed_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 5.x send's header (its UNIQ_KEY holds runs of 20+ digits in a string) takes the fast
+    parser: the standard one is never called for it."""
+
+    def refuse(header: bytes) -> object:
+        raise AssertionError(f"the standard parser took {header[:60]!r}")
+
+    monkeypatch.setattr(frame, "_loads_reference", refuse)
+    header = (b'{"code":310,"extFields":{"a":"pg","b":"t","i":"UNIQ_KEY\\u0001FD0000000000000'
+              b'000000000000000020A9E4E0E2F2A8C15844A0000\\u0002WAIT\\u0001true\\u0002","e":"1"},'
+              b'"flag":0,"language":"JAVA","opaque":5,"serializeTypeCurrentRPC":"JSON",'
+              b'"version":513}')
+    command = decode(_json_frame(header))
+    assert command.ext_fields["i"].startswith("UNIQ_KEY\x01FD000000")

@@ -161,8 +161,10 @@ def _command_of_json(header: bytes) -> Command:
         raise FrameError(f"JSON header: {error}") from None
 
 
-_LONG_NUMBER = re.compile(rb"[0-9]{20}")
-"""20 digits or more may be past 64 bits, which orjson reads as a float (json: an int)."""
+_LONG_NUMBER = re.compile(rb"[:,\[]\s*-?[0-9]{20}")
+"""A number of 20 digits or more may be past 64 bits, which orjson reads as a float (json:
+an int).  Only where a number may start: a client's UNIQ_KEY, hex in a string, has long runs
+of digits (a string that happens to match only takes the slower parser)."""
 
 
 def _loads_reference(header: bytes) -> object:
