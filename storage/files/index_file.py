@@ -37,6 +37,10 @@ INVALID_INDEX = 0
 """Entry number 0 is never written: a slot or a `previous_index` of 0 ends a chain."""
 INT32_MAX = (1 << 31) - 1
 INT32_MIN = -(1 << 31)
+_HEADER_SIZE_BYTES, _SLOT_SIZE_BYTES, _ENTRY_SIZE_BYTES = (INDEX_HEADER.size, HASH_SLOT.size,
+                                                           INDEX_ENTRY.size)
+_pack_header, _unpack_slot = INDEX_HEADER.pack_into, HASH_SLOT.unpack_from
+_pack_slot, _pack_entry = HASH_SLOT.pack_into, INDEX_ENTRY.pack_into
 """A file being prepared; renamed to its 17-digit name once it has its size and header."""
 
 
@@ -261,29 +265,37 @@ class IndexFile:
         """Append an entry for `key` (RocketMQ `putKey`, step for step); False when full."""
         assert not self._closed
         assert physical_offset >= 0
-        if self.is_full:
-            return False
-        key_hash = index_key_hash(key)
-        slot_position = self._slot_position(key_hash)
-        (previous_index,) = HASH_SLOT.unpack_from(self._mapping, slot_position)
-        if previous_index <= INVALID_INDEX or previous_index > self._index_count:
-            previous_index = INVALID_INDEX
-        time_diff_seconds = self._time_diff_seconds(store_timestamp_ms)
         index = self._index_count
-        INDEX_ENTRY.pack_into(self._mapping, self._entry_position(index), key_hash,
-                              physical_offset, time_diff_seconds, previous_index)
-        HASH_SLOT.pack_into(self._mapping, slot_position, index)
+        if index >= self.index_count_max:  # `is_full`
+            return False
+        # `_slot_position`, `_entry_position` and `_write_header` inline: this runs once per
+        # key of every message dispatched.  The time difference is 0 while there is no begin
+        # time or the clock went back, else whole seconds since begin, clamped to an int32.
+        mapping = self._mapping
+        key_hash = java_string_hash(key)
+        key_hash = 0 if key_hash == INT32_MIN else abs(key_hash)  # `index_key_hash`
+        slot_position = _HEADER_SIZE_BYTES + key_hash % self.hash_slot_count * _SLOT_SIZE_BYTES
+        previous_index = _unpack_slot(mapping, slot_position)[0]
+        if previous_index <= INVALID_INDEX or previous_index > index:
+            previous_index = INVALID_INDEX
+            self._hash_slot_used_count += 1
+        begin_timestamp_ms = self._begin_timestamp_ms
+        elapsed_ms = store_timestamp_ms - begin_timestamp_ms
+        time_diff_seconds = 0 if begin_timestamp_ms <= 0 or elapsed_ms < 0 else \
+            min(elapsed_ms // 1000, INT32_MAX)
+        _pack_entry(mapping, self._entries_position + index * _ENTRY_SIZE_BYTES, key_hash,
+                    physical_offset, time_diff_seconds, previous_index)
+        _pack_slot(mapping, slot_position, index)
         if index <= 1:
             self._begin_physical_offset = physical_offset
             self._begin_timestamp_ms = store_timestamp_ms
-        if previous_index == INVALID_INDEX:
-            self._hash_slot_used_count += 1
         self._index_count = index + 1
         self._end_physical_offset = physical_offset
         self._end_timestamp_ms = store_timestamp_ms
-        self._write_header()
+        _pack_header(mapping, 0, self._begin_timestamp_ms, store_timestamp_ms,
+                     self._begin_physical_offset, physical_offset, self._hash_slot_used_count,
+                     index + 1)
         self._dirty = True
-        assert self._index_count <= self.index_count_max
         return True
 
     def lower_end(self, physical_offset: int) -> None:
@@ -305,15 +317,6 @@ class IndexFile:
         self._end_physical_offset = newest
         self._write_header()
         self._dirty = True
-
-    def _time_diff_seconds(self, store_timestamp_ms: int) -> int:
-        begin_timestamp_ms = self._begin_timestamp_ms
-        if begin_timestamp_ms <= 0:
-            return 0
-        elapsed_ms = store_timestamp_ms - begin_timestamp_ms
-        if elapsed_ms < 0:
-            return 0
-        return min(elapsed_ms // 1000, INT32_MAX)
 
     def _write_header(self) -> None:
         INDEX_HEADER.pack_into(self._mapping, 0, self._begin_timestamp_ms,
