@@ -21,9 +21,10 @@ import pyarrow.compute as pc
 from mqstore.storage.errors import StoreFormatError
 from mqstore.storage.format.padding import PADDING_TOPIC
 
-from .columns import binary_array, properties_columns, string_array, take_ranges
-from .decode import Heads, HostTable, check_crcs, corruptions, decode_heads
+from .columns import string_array, take_ranges
+from .decode import Heads, corruptions, decode_heads
 from .options import OnCorrupt, Selection
+from .record_columns import record_columns
 from .schema import ARROW_SCHEMA, TIMESTAMP_TYPE
 from .walk import Corruption
 
@@ -31,10 +32,6 @@ log = logging.getLogger(__name__)
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
-
-_HEX = np.frombuffer(b"".join(f"{value:02X}".encode() for value in range(256)),
-                     np.uint8).reshape(256, 2)
-
 
 class CorruptRecordError(StoreFormatError):
     """Records failed their checks and the read was told to fail (the default)."""
@@ -74,26 +71,20 @@ def record_batches(buffer: memoryview, *, directory: str, base: int, starts: Int
                    ) -> Iterator[pa.RecordBatch]:
     """Batches of the records at `starts` (relative to the segment at `base`)."""
     data = np.frombuffer(buffer, dtype=np.uint8)
-    hosts = HostTable()
     for first in range(0, len(starts), batch_rows):
-        chunk = starts[first:first + batch_rows]
-        heads = decode_heads(data, chunk, base=base, hosts=hosts)
+        heads = decode_heads(buffer, starts[first:first + batch_rows], base=base,
+                             verify_crc=verify_crc)
         if expected is not None:
             _check_expected(heads, expected, first, base=base)
-        if verify_crc:
-            check_crcs(heads, buffer)
         found, good = corruptions(heads, base=base)
         report(directory, found, on_corrupt)
-        topics = _topics(data, heads)
+        topics = string_array(*take_ranges(data, heads.topic_start, heads.topic_size))
         keep = good & _selected(heads, topics, selection)
-        if not keep.any():
-            continue
-        chosen = np.flatnonzero(keep)
-        yield _batch(data, buffer, heads.take(chosen), topics.take(pa.array(chosen)), hosts)
-
-
-def _topics(data: npt.NDArray[np.uint8], heads: Heads) -> pa.Array:
-    return string_array(*take_ranges(data, heads.topic_start, heads.topic_size))
+        if keep.all():
+            yield _batch(buffer, heads, topics)
+        elif keep.any():
+            chosen = np.flatnonzero(keep)
+            yield _batch(buffer, heads.take(chosen), topics.take(pa.array(chosen)))
 
 
 def _selected(heads: Heads, topics: pa.Array, selection: Selection | None) -> Mask:
@@ -134,42 +125,23 @@ def _timestamps(milliseconds: Ints) -> pa.Array:
     return pa.array(milliseconds * 1000, type=pa.int64()).view(TIMESTAMP_TYPE)
 
 
-def _host_strings(indices: Ints, texts: list[str]) -> pa.Array:
-    dictionary = pa.array(texts, type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(indices.astype(np.int32)),
-                                          dictionary).dictionary_decode()
-
-
-def _msg_ids(heads: Heads, hosts: HostTable) -> pa.Array:
-    offsets_hex = _HEX[heads.physical_offset.astype(">i8").view(np.uint8)
-                       .reshape(-1, 8)].reshape(-1, 16)
-    count = len(heads.starts)
-    hex_offsets = np.arange(count + 1, dtype=np.int64) * 16
-    suffix = string_array(np.ascontiguousarray(offsets_hex).ravel(), hex_offsets)
-    prefix = _host_strings(heads.store_host, hosts.msg_id_prefixes)
-    return pc.binary_join_element_wise(prefix, suffix, "")
-
-
-def _batch(data: npt.NDArray[np.uint8], buffer: memoryview, heads: Heads, topics: pa.Array,
-           hosts: HostTable) -> pa.RecordBatch:
-    properties_data, properties_offsets = take_ranges(data, heads.properties_start,
-                                                      heads.properties_size)
-    properties, tags, keys = properties_columns(properties_data, properties_offsets)
+def _batch(buffer: memoryview, heads: Heads, topics: pa.Array) -> pa.RecordBatch:
+    variable = record_columns(buffer, heads.starts)
     columns = [
         topics,
         pa.array(heads.queue_id.astype(np.int32)),
         pa.array(heads.queue_offset),
         pa.array(heads.physical_offset),
         pa.array(heads.total_size.astype(np.int32)),
-        binary_array(buffer, heads.body_start, heads.body_start + heads.body_size),
-        tags,
-        keys,
-        properties,
+        variable.body,
+        variable.tags,
+        variable.keys,
+        variable.properties,
         _timestamps(heads.born_timestamp_ms),
         _timestamps(heads.store_timestamp_ms),
-        _host_strings(heads.born_host, hosts.texts),
-        _host_strings(heads.store_host, hosts.texts),
-        _msg_ids(heads, hosts),
+        variable.born_host,
+        variable.store_host,
+        variable.msg_id,
         pa.array(heads.sysflag.astype(np.int32)),
         pa.array(heads.flag.astype(np.int32)),
     ]

@@ -1,42 +1,44 @@
-"""Bulk decoding: the records at known starts of one segment, to one Arrow record batch.
+"""Checking records and decoding their fixed fields, for a whole batch of records at once.
 
-The record layout is storage/format/record.py's (`RECORD_FIELDS`, one `RecordLayout` per host family
-and version); this module reads the same fields at the layout's own offsets, for a whole batch
-of records at once: each fixed head is gathered into a (records × head size) byte matrix and
-every field is a column slice of it.  Records are grouped by layout (almost always one: IPv4
-hosts, v1).  Every record is checked as `record.check_record` does (PHYSICALOFFSET names its
-position, the lengths add up to TOTALSIZE, optionally the body CRC), so a bad record is reported
-with its offset, never decoded into garbage.
+`decode_heads` checks the record at each start as the engine does, with
+`record.check_record` (PHYSICALOFFSET names its position, the lengths add up to TOTALSIZE,
+optionally the body CRC), so a bad record is reported with its offset and the engine's
+reason, never decoded into garbage; it returns every fixed field as one numpy array each,
+and where each topic lies.  `decode_heads_reference` is the definition, one
+`check_record` per record; `decode_heads` is its C twin in storage/format/_walk.c unless
+MQSTORE_NO_EXTENSIONS=1 (compiled_walk.py), which asks `record_problem` for the reason of
+every record it does not accept, so reasons are the reference's own.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import zlib
+import struct
 
 import numpy as np
 import numpy.typing as npt
 
 from mqstore.storage.format import record
-from mqstore.storage.format.message import format_host
 
+from .compiled_walk import pick, walk_extension
 from .walk import Corruption
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
-_WIDTHS = {"i": 4, "q": 8}
-_BORN_V6 = int(record.SysFlag.BORN_HOST_V6)
-_STORE_V6 = int(record.SysFlag.STORE_HOST_V6)
+HEAD_COLUMNS = ("total_size", "queue_id", "flag", "queue_offset", "physical_offset",
+                "sysflag", "born_timestamp_ms", "store_timestamp_ms", "topic_start",
+                "topic_size")
+"""The arrays of `Heads`, in the order storage/format/_walk.c writes them."""
 
 
 @dataclasses.dataclass
 class Heads:
-    """The fixed fields of n records (one numpy array each) plus where their parts lie."""
+    """The fixed fields of n records (one numpy array each, 0 for a corrupt record) plus
+    where their topics lie (absolute positions in the segment)."""
 
     starts: Ints
     total_size: Ints
-    body_crc: Ints
     queue_id: Ints
     flag: Ints
     queue_offset: Ints
@@ -44,155 +46,85 @@ class Heads:
     sysflag: Ints
     born_timestamp_ms: Ints
     store_timestamp_ms: Ints
-    body_start: Ints
-    body_size: Ints
     topic_start: Ints
     topic_size: Ints
-    properties_start: Ints
-    properties_size: Ints
-    born_host: Ints
-    """Index into `HostTable.texts`."""
-    store_host: Ints
     problems: dict[int, str]
     """Record index → why it is corrupt (the good records are not in it)."""
 
     def take(self, chosen: Ints) -> Heads:
-        fields = {field.name: getattr(self, field.name)
-                  for field in dataclasses.fields(self) if field.name != "problems"}
-        taken = {name: value[chosen] for name, value in fields.items()}
-        if not self.problems:
-            return Heads(**taken, problems={})
+        taken = {name: getattr(self, name)[chosen] for name in ("starts", *HEAD_COLUMNS)}
         renumbered = {new: self.problems[old] for new, old in enumerate(chosen.tolist())
-                      if old in self.problems}
+                      if old in self.problems} if self.problems else {}
         return Heads(**taken, problems=renumbered)
 
 
-class HostTable:
-    """Distinct hosts of a read, formatted once: "ip:port" and the msg id prefix (hex)."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.msg_id_prefixes: list[str] = []
-        self._index: dict[bytes, int] = {}
-
-    def indices(self, packed: npt.NDArray[np.uint8]) -> Ints:
-        """Row i of `packed` is address + big-endian int32 port; returns each row's index."""
-        width = packed.shape[1]
-        rows = np.ascontiguousarray(packed).view(np.dtype((np.void, width))).ravel()
-        unique, inverse = np.unique(rows, return_inverse=True)
-        mapped = np.empty(len(unique), dtype=np.int64)
-        for position, value in enumerate(unique.tolist()):
-            key = bytes(value)
-            index = self._index.get(key)
-            if index is None:
-                index = self._index[key] = len(self.texts)
-                port = int.from_bytes(key[-4:], "big", signed=True)
-                self.texts.append(format_host((key[:-4], port)))
-                self.msg_id_prefixes.append(key.hex().upper())
-            mapped[position] = index
-        return mapped[inverse.ravel()]
+def _heads(starts: Ints, columns: Ints, problems: dict[int, str]) -> Heads:
+    """`columns` is (len(HEAD_COLUMNS), n): one row per array."""
+    return Heads(starts=starts, problems=problems, **dict(zip(HEAD_COLUMNS, columns, strict=True)))
 
 
-def _field(matrix: npt.NDArray[np.uint8], offset: int, code: str) -> Ints:
-    width = _WIDTHS[code]
-    raw = np.ascontiguousarray(matrix[:, offset:offset + width])
-    return raw.view(f">i{width}").ravel().astype(np.int64)
+def _checked(buffer: record.ReadableBuffer, position: int, *, base: int,
+             verify_crc: bool) -> record.CheckResult | str:
+    """The OK `CheckResult` of the record at `position`, or why there is none.  The limit is
+    the buffer's end (a walk or a consume queue entry already bounds the record)."""
+    size_bytes = len(buffer)
+    if not 0 <= position < size_bytes:
+        return f"position {position} is outside the segment ({size_bytes} bytes)"
+    try:
+        check = record.check_record(buffer, position, limit=size_bytes,
+                                    expected_physical_offset=base + position,
+                                    verify_crc=verify_crc)
+    except struct.error:  # TOTALSIZE fits, but the IPv6 head runs past the buffer
+        return (f"the record head runs past the end of the segment "
+                f"({size_bytes - position} bytes left)")
+    if check.status is record.RecordCheck.OK:
+        return check
+    return check.reason or f"no message here ({check.status.value})"
 
 
-def _be_int(data: npt.NDArray[np.uint8], at: Ints, width: int) -> Ints:
-    at = np.clip(at, 0, len(data) - width)
-    value = np.zeros(len(at), dtype=np.int64)
-    for index in range(width):
-        value = (value << 8) | data[at + index]
-    return value
+def record_problem(buffer: record.ReadableBuffer, position: int, base: int,
+                   verify_crc: bool) -> str | None:
+    """Why the record at `position` is corrupt, or None if it is not."""
+    checked = _checked(buffer, position, base=base, verify_crc=verify_crc)
+    return checked if isinstance(checked, str) else None
 
 
-def decode_heads(data: npt.NDArray[np.uint8], starts: Ints, *, base: int,
-                 hosts: HostTable) -> Heads:
-    """Decode the fixed heads of the records at `starts` (relative to the segment at `base`)
-    and locate their bodies, topics and properties; check them as `check_record` does."""
-    count = len(starts)
-    sysflag = _be_int(data, starts + 36, 4)
-    magic = _be_int(data, starts + 4, 4)
-    kinds = ((sysflag & _BORN_V6) != 0) * 4 + ((sysflag & _STORE_V6) != 0) * 2 \
-        + (magic == (record.MAGIC_V2 & 0xFFFFFFFF))
-    columns = {name: np.zeros(count, dtype=np.int64) for name in (
-        "total_size", "body_crc", "queue_id", "flag", "queue_offset", "physical_offset",
-        "born_timestamp_ms", "store_timestamp_ms", "body_size", "head_size",
-        "topic_length_size", "born_host", "store_host")}
-    for kind in np.unique(kinds).tolist():
-        chosen = np.flatnonzero(kinds == kind)
-        layout = record.LAYOUTS[bool(kind & 4), bool(kind & 2), bool(kind & 1)]
-        _decode_layout(data, starts[chosen], layout, chosen, columns, hosts)
-    body_start = starts + columns["head_size"]
-    topic_length_at = body_start + columns["body_size"]
-    topic_size = np.where(columns["topic_length_size"] == 2,
-                          _be_int(data, topic_length_at, 2), _be_int(data, topic_length_at, 1))
-    topic_start = topic_length_at + columns["topic_length_size"]
-    properties_size = _be_int(data, topic_start + topic_size, 2)
-    heads = Heads(starts=starts, sysflag=sysflag - ((sysflag & 0x80000000) << 1),
-                  body_start=body_start, topic_start=topic_start, topic_size=topic_size,
-                  properties_start=topic_start + topic_size + 2,
-                  properties_size=properties_size, problems={},
-                  **{name: columns[name] for name in (
-                      "total_size", "body_crc", "queue_id", "flag", "queue_offset",
-                      "physical_offset", "born_timestamp_ms", "store_timestamp_ms",
-                      "body_size", "born_host", "store_host")})
-    _check_structure(heads, base=base, data_size=len(data))
-    return heads
-
-
-def _decode_layout(data: npt.NDArray[np.uint8], starts: Ints, layout: record.RecordLayout,
-                   chosen: Ints, columns: dict[str, Ints], hosts: HostTable) -> None:
-    head_size = layout.head.size
-    safe = np.clip(starts, 0, max(len(data) - head_size, 0))
-    matrix = data[safe[:, None] + np.arange(head_size)]
-    for field in record.RECORD_FIELDS:
-        offset = layout.offsets[field.name]
-        if field.kind in _WIDTHS:
-            if field.name in columns:
-                columns[field.name][chosen] = _field(matrix, offset, field.kind)
-        elif field.kind == "host":
-            width = (20 if (layout.born_v6 if field.name == "born_host" else layout.store_v6)
-                     else 8)
-            columns[field.name][chosen] = hosts.indices(matrix[:, offset:offset + width])
-        elif field.name == "body":
-            columns["body_size"][chosen] = _field(matrix, offset, "i")
-    columns["head_size"][chosen] = head_size
-    columns["topic_length_size"][chosen] = layout.topic_length.size
-
-
-def _check_structure(heads: Heads, *, base: int, data_size: int) -> None:
-    ends = heads.starts + heads.total_size
-    problems = heads.problems
-    wrong_position = heads.physical_offset != base + heads.starts
-    overrun = (heads.body_size < 0) | (heads.body_start > ends) \
-        | (heads.topic_start + heads.topic_size + 2 > ends) | (ends > data_size)
-    wrong_size = heads.properties_start + heads.properties_size != ends
-    for index in np.flatnonzero(wrong_position | overrun | wrong_size).tolist():
-        if wrong_position[index]:
-            problems[index] = (f"PHYSICALOFFSET field says {heads.physical_offset[index]}, "
-                               f"record is at {base + heads.starts[index]}")
-        elif overrun[index]:
-            problems[index] = (f"BODYLEN {heads.body_size[index]} or TOPICLEN overruns "
-                               f"TOTALSIZE {heads.total_size[index]}")
-        else:
-            recomputed = heads.properties_start[index] + heads.properties_size[index] \
-                - heads.starts[index]
-            problems[index] = (f"TOTALSIZE {heads.total_size[index]} but the lengths add up "
-                               f"to {recomputed}")
-
-
-def check_crcs(heads: Heads, view: memoryview) -> None:
-    """Mark records whose body CRC does not match (one zlib.crc32 per body)."""
-    starts, ends = heads.body_start.tolist(), (heads.body_start + heads.body_size).tolist()
-    stored = heads.body_crc.tolist()
-    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        if index in heads.problems:
+def decode_heads_reference(buffer: record.ReadableBuffer, starts: Ints, *, base: int,
+                           verify_crc: bool) -> Heads:
+    """Check the records at `starts` (relative to the segment at `base`) and decode their
+    fixed fields; a corrupt record's fields are 0 and its reason is in `problems`."""
+    columns = np.zeros((len(HEAD_COLUMNS), len(starts)), dtype=np.int64)
+    problems: dict[int, str] = {}
+    for index, position in enumerate(starts.tolist()):
+        checked = _checked(buffer, position, base=base, verify_crc=verify_crc)
+        if isinstance(checked, str):
+            problems[index] = checked
             continue
-        crc = zlib.crc32(view[start:end]) & 0x7FFFFFFF
-        if crc != stored[index]:
-            heads.problems[index] = f"body CRC 0x{crc:08X} != stored 0x{stored[index]:08X}"
+        head, layout = checked.head, checked.layout
+        assert head is not None and layout is not None
+        topic_length_at = position + layout.body_offset + head.body_size_bytes
+        (topic_size,) = layout.topic_length.unpack_from(buffer, topic_length_at)
+        columns[:, index] = (
+            head.total_size, head.queue_id, head.flag, head.queue_offset,
+            head.physical_offset, head.sysflag, head.born_timestamp_ms,
+            head.store_timestamp_ms, topic_length_at + layout.topic_length.size, topic_size)
+    return _heads(starts, columns, problems)
+
+
+def _decode_heads_compiled(buffer: record.ReadableBuffer, starts: Ints, *, base: int,
+                           verify_crc: bool) -> Heads:
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    decoded = walk_extension().decode_heads(buffer, starts, base, verify_crc, record_problem)
+    if decoded is None:
+        return decode_heads_reference(buffer, starts, base=base, verify_crc=verify_crc)
+    raw, problems = decoded
+    columns = np.frombuffer(raw, dtype=np.int64).reshape(len(HEAD_COLUMNS), len(starts))
+    return _heads(starts, columns, problems)
+
+
+decode_heads = pick(decode_heads_reference, _decode_heads_compiled)
+"""Check and decode the records at `starts` (see `decode_heads_reference`): C, or the
+reference itself when MQSTORE_NO_EXTENSIONS=1."""
 
 
 def corruptions(heads: Heads, *, base: int) -> tuple[list[Corruption], Mask]:

@@ -26,6 +26,8 @@ import numpy.typing as npt
 from mqstore.storage.errors import StoreFormatError
 from mqstore.storage.format import record
 
+from .compiled_walk import pick, walk_extension
+
 FIXED_SIZE_BYTES_MIN = 91
 """The smallest record (v1, IPv4 hosts, empty body, topic and properties)."""
 
@@ -72,6 +74,37 @@ class Walk:
     corruption: Corruption | None = None
 
 
+def walk_starts_reference(buffer: record.ReadableBuffer, range_start: int, range_end: int,
+                          limit: int) -> tuple[Positions, int]:
+    """Walk along TOTALSIZE from `range_start` while records start before `range_end` and a
+    record (v1 / v2 magic, a TOTALSIZE that fits) ends by `limit`.  Returns the record
+    starts and where the walk stopped.  The reference of `walk_starts` (compiled_walk.py)."""
+    unpack = _SIZE_AND_MAGIC.unpack_from
+    starts = array("q")
+    position = range_start
+    while position < range_end and limit - position >= record.BLANK_SIZE_BYTES:
+        total_size, magic = unpack(buffer, position)
+        if magic not in _MAGICS or not FIXED_SIZE_BYTES_MIN <= total_size <= limit - position:
+            break
+        starts.append(position)
+        position += total_size
+    return np.frombuffer(starts, np.int64), position
+
+
+def _walk_starts_compiled(buffer: record.ReadableBuffer, range_start: int, range_end: int,
+                          limit: int) -> tuple[Positions, int]:
+    found = walk_extension().walk_starts(buffer, range_start, range_end, limit)
+    if found is None:
+        return walk_starts_reference(buffer, range_start, range_end, limit)
+    starts, position = found
+    return np.frombuffer(starts, np.int64), position
+
+
+walk_starts = pick(walk_starts_reference, _walk_starts_compiled)
+"""Record starts along TOTALSIZE (see `walk_starts_reference`): storage/format/_walk.c, or
+the reference itself when MQSTORE_NO_EXTENSIONS=1."""
+
+
 def walk_records(buffer: record.ReadableBuffer, *, base: int, range_start: int,
                  range_end: int, limit: int) -> Walk:
     """Record starts in [range_start, range_end) of a segment starting at `base`, walking from
@@ -79,23 +112,17 @@ def walk_records(buffer: record.ReadableBuffer, *, base: int, range_start: int,
     size_bytes = len(buffer)
     assert 0 <= range_start <= size_bytes
     assert limit <= size_bytes
-    unpack = _SIZE_AND_MAGIC.unpack_from
-    starts = array("q")
-    position = range_start
-    while position < range_end:
-        if limit - position < record.BLANK_SIZE_BYTES:
-            stop = WalkStop.END if limit == size_bytes else WalkStop.READABLE_END
-            return Walk(np.frombuffer(starts, np.int64), stop, position)
-        total_size, magic = unpack(buffer, position)
-        if magic in _MAGICS and FIXED_SIZE_BYTES_MIN <= total_size <= limit - position:
-            starts.append(position)
-            position += total_size
-            continue
-        stop, reason = _classify_stop(total_size, magic, position=position, limit=limit,
-                                      size_bytes=size_bytes)
-        corruption = Corruption(base + position, reason) if reason else None
-        return Walk(np.frombuffer(starts, np.int64), stop, position, corruption)
-    return Walk(np.frombuffer(starts, np.int64), WalkStop.RANGE_END, position)
+    starts, position = walk_starts(buffer, range_start, range_end, limit)
+    if position >= range_end:
+        return Walk(starts, WalkStop.RANGE_END, position)
+    if limit - position < record.BLANK_SIZE_BYTES:
+        stop = WalkStop.END if limit == size_bytes else WalkStop.READABLE_END
+        return Walk(starts, stop, position)
+    total_size, magic = _SIZE_AND_MAGIC.unpack_from(buffer, position)
+    stop, reason = _classify_stop(total_size, magic, position=position, limit=limit,
+                                  size_bytes=size_bytes)
+    corruption = Corruption(base + position, reason) if reason else None
+    return Walk(starts, stop, position, corruption)
 
 
 def _classify_stop(total_size: int, magic: int, *, position: int, limit: int,
