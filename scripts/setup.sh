@@ -63,6 +63,8 @@ fi
 # strict editable mode: the folders are mapped under the `mqstore` namespace through a link
 # tree in build/, which mypy and import-linter can follow (the default import hook they can't).
 .venv/bin/python -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
-# The install compiled the C extension in place (storage/format/_records.*.so, git-ignored)
-# and linked it into build/; check that it loads, so a failed build stops here.
+# The install compiled the C extensions in place (storage/format/_records.*.so and
+# _walk.*.so, git-ignored) and linked them into build/; check that they load, so a failed
+# build stops here.
 .venv/bin/python -c 'import mqstore.storage.format.compiled as c; c.extension()'
+.venv/bin/python -c 'import mqstore.pipeline.compiled_walk as w; w.walk_extension()'
