@@ -1,6 +1,7 @@
 """Engine append throughput for 1 KiB messages beside this machine's limits, in one run.
 
     .venv/bin/python bench/append.py [--messages 200000] [--runs 3] [--dir DIR]
+                                     [--only-async]
 
 Limits, measured first and again last (the VM's disk is noisy; both are printed):
   raw-mmap+crc   a bare Python loop: pack a 100-byte header into a pre-zeroed MAP_SHARED
@@ -10,7 +11,8 @@ Limits, measured first and again last (the VM's disk is noisy; both are printed)
                  bandwidth (MB/s), the ceiling of sync flush in bytes.
 
 Engine cases: single put and put_batch(32), async flush, pool off and on; sync flush (group
-commit) with 1, 16 and 64 concurrent producers, pool off and on, twice: as OS threads
+commit, left out with --only-async) with 1, 16 and 64 concurrent producers, pool off and
+on, twice: as OS threads
 calling the blocking `put`, and as asyncio tasks in one thread awaiting `put_callback`'s
 acknowledgement (how the writer service runs concurrent requests).  With threads, every group
 commit wakes each producer through the GIL, and that handoff, not the disk, bounds the rate.
@@ -203,6 +205,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--settle-s", type=float, default=SETTLE_S,
                         help="pause before each measurement (see SETTLE_S)")
+    parser.add_argument("--only-async", action="store_true",
+                        help="only the async flush cases (the put path's own cost)")
     arguments = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="mqstore-bench-", dir=arguments.dir))
     n, runs = arguments.messages, arguments.runs
@@ -227,7 +231,7 @@ def main() -> None:
             result = median(runs, lambda b=batch, f=flush, p=pool, k=producers, c=count:
                                engine(directory, c, batch=b, flush=f, pool=p, producers=k))
             _row(name, result, raw[0], message_mb)
-        for producers in (1, 16, 64):
+        for producers in () if arguments.only_async else (1, 16, 64):
             count = arguments.sync_messages if producers > 1 else arguments.sync_messages // 10
             for pool in (False, True):
                 pool_text = "on" if pool else "off"

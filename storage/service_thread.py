@@ -42,6 +42,12 @@ class ServiceThread:
         if not self._wake.is_set():
             self._wake.set()
 
+    @property
+    def wakeup_pending(self) -> Callable[[], bool]:
+        """Whether a wakeup is set and not yet consumed by the thread's wait (a bound
+        method: the put path calls it on every append)."""
+        return self._wake.is_set
+
     def wait_for_running(self, interval_ms: int) -> None:
         self._wake.wait(interval_ms / 1000)
         # Clear before the caller looks at its inputs: a wakeup that arrives after this

@@ -5,12 +5,17 @@
  *   java_string_hash   storage/format/java_hash.py   java_string_hash_reference
  *   check_record       storage/format/record.py      check_record_reference
  *   decode_properties  storage/format/properties.py  decode_properties_reference
+ *   prepare            storage/format/encoder.py     MessageEncoder.prepare_reference
+ *   write_record       storage/format/encoder.py     write_record_reference
+ *   pack_batch         storage/format/encoder.py     pack_batch_reference
  *
  * storage/format/compiled.py binds each C function to its reference once, at import:
  * `bind` and `bind_check_record` remember the reference (and, for check_record, the record
  * layouts and result types record.py derives from its field table) and return a built-in
  * function whose __module__ is the reference's, so it pickles by name as the Python
- * function did.  The C code answers the arguments the store passes (exact ints,
+ * function did.  The put path's twins are bound to a settings object instead (the function's
+ * `self`: `bind_record_writer` for the writers, `bind_prepare` once per encoder), so no
+ * binding replaces another; they are not shipped anywhere, so they need not pickle.  The C code answers the arguments the store passes (exact ints,
  * bytes / bytearray / memoryview of unsigned bytes / mmap.mmap); any other argument (a
  * subclass, a keyword given positionally, a position outside the buffer) is handed to the
  * reference unchanged, so every result and every exception is the reference's own.
@@ -21,13 +26,14 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
 
 /* Bumped whenever the Python side's expectations of this module change; compiled.py
  * refuses a build of another version (a stale .so). */
-#define ABI_VERSION 1
+#define ABI_VERSION 2
 
 /* The RecordHead items, in order, by how each is stored: i = int32, q = int64,
  * h = host (address of 4 or 16 bytes, then an int32 port).  BODYLEN is the last. */
@@ -834,6 +840,802 @@ bind_check_record(PyObject *module, PyObject *args, PyObject *kwargs)
     return function;
 }
 
+/* ---------------------------------------------------------------- record writer */
+
+/* encoder.py's write_record_reference and pack_batch_reference: a PreparedRecord (a
+ * 12-tuple, encoder.py) packed as its layout's head, every field in RECORD_FIELD_KINDS
+ * order with the queue offset, physical offset and store time given, then body, then tail;
+ * each record's PutResult is built without running PutResult.__init__. */
+
+#define F_QUEUE_ID 3
+#define F_FLAG 4
+#define F_QUEUE_OFFSET 5
+#define F_BORN_TIMESTAMP 8
+#define F_STORE_TIMESTAMP 10
+#define F_STORE_HOST 11
+#define F_RECONSUME_TIMES 12
+#define F_PREPARED_OFFSET 13
+#define PREPARED_ITEMS 12
+#define PUT_RESULT_SLOT_COUNT 7
+
+typedef struct {
+    PyObject *layout;  /* the record.RecordLayout a PreparedRecord names first */
+    Py_ssize_t offsets[FIELD_COUNT];
+    Py_ssize_t born_address_bytes;
+    Py_ssize_t store_address_bytes;
+    Py_ssize_t head_bytes;
+    int32_t magic;
+} WriterLayout;
+
+/* What the writers need from encoder.py and message.py, remembered by `bind_record_writer`. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *write_reference;
+    PyObject *pack_reference;
+    PyTypeObject *result_type;  /* message.PutResult, a plain class with slots */
+    /* its member descriptors for status, physical_offset, queue_offset, store_timestamp_ms,
+     * size_bytes, reason and the packed store host, in this order */
+    PyObject *result_slots[PUT_RESULT_SLOT_COUNT];
+    PyObject *status_ok;
+    PyObject *empty_reason;
+    WriterLayout layouts[LAYOUT_COUNT];
+} Writer;
+
+static int
+writer_traverse(Writer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->write_reference);
+    Py_VISIT(self->pack_reference);
+    Py_VISIT(self->result_type);
+    for (int i = 0; i < PUT_RESULT_SLOT_COUNT; i++) {
+        Py_VISIT(self->result_slots[i]);
+    }
+    Py_VISIT(self->status_ok);
+    for (int i = 0; i < LAYOUT_COUNT; i++) {
+        Py_VISIT(self->layouts[i].layout);
+    }
+    return 0;
+}
+
+static int
+writer_clear(Writer *self)
+{
+    Py_CLEAR(self->write_reference);
+    Py_CLEAR(self->pack_reference);
+    Py_CLEAR(self->result_type);
+    for (int i = 0; i < PUT_RESULT_SLOT_COUNT; i++) {
+        Py_CLEAR(self->result_slots[i]);
+    }
+    Py_CLEAR(self->status_ok);
+    Py_CLEAR(self->empty_reason);
+    for (int i = 0; i < LAYOUT_COUNT; i++) {
+        Py_CLEAR(self->layouts[i].layout);
+    }
+    return 0;
+}
+
+static void
+writer_dealloc(Writer *self)
+{
+    PyObject_GC_UnTrack(self);
+    writer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mqstore.storage.format._records.Writer",
+    .tp_basicsize = sizeof(Writer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "write_record's and pack_batch's settings: the layouts and PutResult.",
+    .tp_traverse = (traverseproc)writer_traverse,
+    .tp_clear = (inquiry)writer_clear,
+    .tp_dealloc = (destructor)writer_dealloc,
+};
+
+/* One PreparedRecord, read: pointers into the tuple's own (immutable) items. */
+typedef struct {
+    PyObject *owner;  /* the tuple, held while the record is packed (pack_batch) */
+    const WriterLayout *layout;
+    Py_ssize_t size_bytes;
+    int32_t crc, queue_id, flag, sysflag, reconsume_times, born_port, store_port;
+    int born_is_store_time;  /* a negative born time: "the store time" */
+    int64_t born_timestamp_ms;
+    const char *born_address, *store_address, *body, *tail;
+    Py_ssize_t body_bytes, tail_bytes;
+} Prepared;
+
+/* An exact int within [low, high] into *value: 1; else 0, with no error left set. */
+static int
+int_within(PyObject *object, long long low, long long high, long long *value)
+{
+    if (!PyLong_CheckExact(object)) {
+        return 0;
+    }
+    int overflow = 0;
+    long long read = PyLong_AsLongLongAndOverflow(object, &overflow);
+    if (overflow || (read == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (read < low || read > high) {
+        return 0;
+    }
+    *value = read;
+    return 1;
+}
+
+static int
+int32_within(PyObject *object, long long low, int32_t *value)
+{
+    long long read;
+    if (!int_within(object, low, INT32_MAX, &read)) {
+        return 0;
+    }
+    *value = (int32_t)read;
+    return 1;
+}
+
+/* (packed address of `address_bytes`, int32 port): 1; else 0. */
+static int
+read_host(PyObject *host, Py_ssize_t address_bytes, const char **address, int32_t *port)
+{
+    if (!PyTuple_CheckExact(host) || PyTuple_GET_SIZE(host) != 2) {
+        return 0;
+    }
+    PyObject *packed = PyTuple_GET_ITEM(host, 0);
+    if (!PyBytes_CheckExact(packed) || PyBytes_GET_SIZE(packed) != address_bytes) {
+        return 0;
+    }
+    *address = PyBytes_AS_STRING(packed);
+    return int32_within(PyTuple_GET_ITEM(host, 1), INT32_MIN, port);
+}
+
+/* 1 if `prepared` is a PreparedRecord this file packs exactly as the reference does (exact
+ * types, every value in its field's range, a size that adds up); else 0, the reference's
+ * case (it packs it, or raises what it raises). */
+static int
+read_prepared(const Writer *w, PyObject *prepared, Prepared *r)
+{
+    if (!PyTuple_CheckExact(prepared) || PyTuple_GET_SIZE(prepared) != PREPARED_ITEMS) {
+        return 0;
+    }
+    PyObject **items = &PyTuple_GET_ITEM(prepared, 0);
+    r->owner = prepared;
+    r->layout = NULL;
+    for (int i = 0; i < LAYOUT_COUNT; i++) {
+        if (items[0] == w->layouts[i].layout) {
+            r->layout = &w->layouts[i];
+        }
+    }
+    PyObject *body = items[7], *tail = items[8], *born = items[5];
+    if (r->layout == NULL || !PyBytes_CheckExact(body) || !PyBytes_CheckExact(tail)
+        || !PyLong_CheckExact(born)) {
+        return 0;
+    }
+    int overflow = 0;
+    long long born_ms = PyLong_AsLongLongAndOverflow(born, &overflow);
+    if (overflow > 0) {  /* beyond int64: the reference's struct.error */
+        return 0;
+    }
+    r->born_is_store_time = overflow < 0 || born_ms < 0;
+    r->born_timestamp_ms = born_ms;
+    r->body = PyBytes_AS_STRING(body);
+    r->body_bytes = PyBytes_GET_SIZE(body);
+    r->tail = PyBytes_AS_STRING(tail);
+    r->tail_bytes = PyBytes_GET_SIZE(tail);
+    int32_t size;
+    if (!int32_within(items[1], 0, &size) || !int32_within(items[2], INT32_MIN, &r->crc)
+        || !int32_within(items[3], INT32_MIN, &r->queue_id)
+        || !int32_within(items[4], INT32_MIN, &r->flag)
+        || !int32_within(items[10], INT32_MIN, &r->sysflag)
+        || !int32_within(items[11], INT32_MIN, &r->reconsume_times)
+        || !read_host(items[6], r->layout->born_address_bytes, &r->born_address, &r->born_port)
+        || !read_host(items[9], r->layout->store_address_bytes, &r->store_address,
+                      &r->store_port)
+        || r->body_bytes > INT32_MAX
+        || (long long)size != (long long)r->layout->head_bytes + r->body_bytes + r->tail_bytes) {
+        return 0;
+    }
+    r->size_bytes = size;
+    return 1;
+}
+
+static inline void
+write_int32(unsigned char *p, int32_t value)
+{
+    uint32_t bits = (uint32_t)value;
+    p[0] = (unsigned char)(bits >> 24);
+    p[1] = (unsigned char)(bits >> 16);
+    p[2] = (unsigned char)(bits >> 8);
+    p[3] = (unsigned char)bits;
+}
+
+static inline void
+write_int64(unsigned char *p, int64_t value)
+{
+    uint64_t bits = (uint64_t)value;
+    for (int i = 7; i >= 0; i--, bits >>= 8) {
+        p[i] = (unsigned char)bits;
+    }
+}
+
+/* The whole record at `at` (`bind_record_writer` checked that the fields tile the head). */
+static void
+write_prepared(unsigned char *at, const Prepared *r, int64_t queue_offset,
+               int64_t physical_offset, int64_t store_timestamp_ms)
+{
+    const WriterLayout *layout = r->layout;
+    const Py_ssize_t *o = layout->offsets;
+    write_int32(at + o[F_TOTAL_SIZE], (int32_t)r->size_bytes);
+    write_int32(at + o[F_MAGIC], layout->magic);
+    write_int32(at + o[F_BODY_CRC], r->crc);
+    write_int32(at + o[F_QUEUE_ID], r->queue_id);
+    write_int32(at + o[F_FLAG], r->flag);
+    write_int64(at + o[F_QUEUE_OFFSET], queue_offset);
+    write_int64(at + o[F_PHYSICAL_OFFSET], physical_offset);
+    write_int32(at + o[F_SYSFLAG], r->sysflag);
+    write_int64(at + o[F_BORN_TIMESTAMP],
+                r->born_is_store_time ? store_timestamp_ms : r->born_timestamp_ms);
+    memcpy(at + o[F_BORN_HOST], r->born_address, (size_t)layout->born_address_bytes);
+    write_int32(at + o[F_BORN_HOST] + layout->born_address_bytes, r->born_port);
+    write_int64(at + o[F_STORE_TIMESTAMP], store_timestamp_ms);
+    memcpy(at + o[F_STORE_HOST], r->store_address, (size_t)layout->store_address_bytes);
+    write_int32(at + o[F_STORE_HOST] + layout->store_address_bytes, r->store_port);
+    write_int32(at + o[F_RECONSUME_TIMES], r->reconsume_times);
+    write_int64(at + o[F_PREPARED_OFFSET], 0);
+    write_int32(at + o[F_BODY_SIZE], (int32_t)r->body_bytes);
+    memcpy(at + layout->head_bytes, r->body, (size_t)r->body_bytes);
+    memcpy(at + layout->head_bytes + r->body_bytes, r->tail, (size_t)r->tail_bytes);
+}
+
+/* PutResult(PUT_OK, physical_offset, queue_offset, store_timestamp_ms, size_bytes, "",
+ * store_host_packed) without its __init__; the last two arguments are borrowed. */
+static PyObject *
+new_put_result(const Writer *w, int64_t physical_offset, int64_t queue_offset,
+               Py_ssize_t size_bytes, PyObject *store_timestamp_ms, PyObject *store_host_packed)
+{
+    PyObject *physical = PyLong_FromLongLong(physical_offset);
+    PyObject *queue = PyLong_FromLongLong(queue_offset);
+    PyObject *size = PyLong_FromSsize_t(size_bytes);
+    PyObject *result = NULL;
+    if (physical != NULL && queue != NULL && size != NULL) {
+        result = w->result_type->tp_alloc(w->result_type, 0);
+    }
+    if (result != NULL) {
+        PyObject *values[PUT_RESULT_SLOT_COUNT] = {
+            w->status_ok, physical, queue, store_timestamp_ms, size, w->empty_reason,
+            store_host_packed};
+        for (int i = 0; i < PUT_RESULT_SLOT_COUNT; i++) {
+            PyObject *slot = w->result_slots[i];
+            if (Py_TYPE(slot)->tp_descr_set(slot, result, values[i]) < 0) {
+                Py_CLEAR(result);
+                break;
+            }
+        }
+    }
+    Py_XDECREF(physical);
+    Py_XDECREF(queue);
+    Py_XDECREF(size);
+    return result;
+}
+
+/* write_record(target, position, prepared, queue_offset, physical_offset,
+ * store_timestamp_ms, store_host_packed): into an mmap or bytearray, inside it. */
+static PyObject *
+write_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const Writer *w = (Writer *)self;
+    PyObject *result = NULL;
+    int delegated = 1;
+    Prepared r;
+    long long position, queue_offset, physical_offset, store_timestamp_ms;
+    if (nargs == 7 && kwnames == NULL
+        && (Py_IS_TYPE(args[0], mmap_type) || PyByteArray_CheckExact(args[0]))
+        && int_within(args[1], 0, PY_SSIZE_T_MAX, &position)
+        && read_prepared(w, args[2], &r)
+        && int_within(args[3], INT64_MIN, INT64_MAX, &queue_offset)
+        && int_within(args[4], INT64_MIN, INT64_MAX, &physical_offset)
+        && int_within(args[5], INT64_MIN, INT64_MAX, &store_timestamp_ms)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) {
+            PyErr_Clear();
+        }
+        else {
+            if (position <= view.len && r.size_bytes <= view.len - position) {
+                write_prepared((unsigned char *)view.buf + position, &r, queue_offset,
+                               physical_offset, store_timestamp_ms);
+                delegated = 0;
+            }
+            PyBuffer_Release(&view);
+        }
+    }
+    if (delegated) {
+        result = PyObject_Vectorcall(w->write_reference, args, (size_t)nargs, kwnames);
+    }
+    else {
+        result = new_put_result(w, physical_offset, queue_offset, r.size_bytes, args[5],
+                                args[6]);
+    }
+    return result;
+}
+
+/* The packed records and their results, once every record was read; NULL on an error. */
+static PyObject *
+pack_read_records(const Writer *w, const Prepared *records, const int64_t *queue_offsets,
+                  Py_ssize_t count, Py_ssize_t total_bytes, int64_t physical_offset,
+                  int64_t store_timestamp_ms, PyObject *const *args)
+{
+    PyObject *packed = PyBytes_FromStringAndSize(NULL, total_bytes);
+    PyObject *results = packed != NULL ? PyList_New(count) : NULL;
+    if (results == NULL) {
+        Py_XDECREF(packed);
+        return NULL;
+    }
+    unsigned char *at = (unsigned char *)PyBytes_AS_STRING(packed);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        write_prepared(at, &records[i], queue_offsets[i], physical_offset, store_timestamp_ms);
+        PyObject *result = new_put_result(w, physical_offset, queue_offsets[i],
+                                          records[i].size_bytes, args[3], args[4]);
+        if (result == NULL) {
+            Py_DECREF(packed);
+            Py_DECREF(results);
+            return NULL;
+        }
+        PyList_SET_ITEM(results, i, result);
+        at += records[i].size_bytes;
+        physical_offset += records[i].size_bytes;
+    }
+    PyObject *pair = PyTuple_Pack(2, packed, results);
+    Py_DECREF(packed);
+    Py_DECREF(results);
+    return pair;
+}
+
+/* pack_batch(records, queue_offsets, physical_offset, store_timestamp_ms,
+ * store_host_packed) for two lists of one length: every record is read (and its tuple
+ * held) first; any the reference would treat otherwise hands the whole call to it. */
+static PyObject *
+pack_records(const Writer *w, PyObject *const *args, int *delegate)
+{
+    PyObject *records = args[0], *offsets = args[1];
+    Py_ssize_t count = PyList_GET_SIZE(records);
+    long long physical_offset, store_timestamp_ms;
+    if (!int_within(args[2], INT64_MIN, INT64_MAX, &physical_offset)
+        || !int_within(args[3], INT64_MIN, INT64_MAX, &store_timestamp_ms)) {
+        *delegate = 1;
+        return NULL;
+    }
+    Prepared *read = PyMem_New(Prepared, count > 0 ? count : 1);
+    int64_t *queue_offsets = PyMem_New(int64_t, count > 0 ? count : 1);
+    if (read == NULL || queue_offsets == NULL) {
+        PyMem_Free(read);
+        PyMem_Free(queue_offsets);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t held = 0, total_bytes = 0;
+    for (; held < count; held++) {
+        long long queue_offset;
+        if (!read_prepared(w, PyList_GET_ITEM(records, held), &read[held])
+            || !int_within(PyList_GET_ITEM(offsets, held), INT64_MIN, INT64_MAX, &queue_offset)
+            || read[held].size_bytes > PY_SSIZE_T_MAX - total_bytes) {
+            break;
+        }
+        Py_INCREF(read[held].owner);
+        queue_offsets[held] = queue_offset;
+        total_bytes += read[held].size_bytes;
+    }
+    PyObject *pair = NULL;
+    if (held < count || physical_offset > INT64_MAX - total_bytes) {
+        *delegate = 1;
+    }
+    else {
+        pair = pack_read_records(w, read, queue_offsets, count, total_bytes, physical_offset,
+                                 store_timestamp_ms, args);
+    }
+    for (Py_ssize_t i = 0; i < held; i++) {
+        Py_DECREF(read[i].owner);
+    }
+    PyMem_Free(read);
+    PyMem_Free(queue_offsets);
+    return pair;
+}
+
+static PyObject *
+pack_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const Writer *w = (Writer *)self;
+    PyObject *result = NULL;
+    int delegate = !(nargs == 5 && kwnames == NULL && PyList_CheckExact(args[0])
+                     && PyList_CheckExact(args[1])
+                     && PyList_GET_SIZE(args[0]) == PyList_GET_SIZE(args[1]));
+    if (!delegate) {
+        result = pack_records(w, args, &delegate);
+    }
+    if (delegate) {
+        result = PyObject_Vectorcall(w->pack_reference, args, (size_t)nargs, kwnames);
+    }
+    return result;
+}
+
+static PyMethodDef write_record_def = {
+    "write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL | METH_KEYWORDS,
+    "write_record(target, position, prepared, queue_offset, physical_offset, "
+    "store_timestamp_ms, store_host_packed, /)\n--\n\n"
+    "encoder.write_record_reference in C (storage/format/_records.c)."};
+
+static PyMethodDef pack_batch_def = {
+    "pack_batch", (PyCFunction)(void (*)(void))pack_batch, METH_FASTCALL | METH_KEYWORDS,
+    "pack_batch(records, queue_offsets, physical_offset, store_timestamp_ms, "
+    "store_host_packed, /)\n--\n\n"
+    "encoder.pack_batch_reference in C (storage/format/_records.c)."};
+
+/* One layout for the writers: (layout, field offsets, born address bytes, store address
+ * bytes, head bytes, magic); its fields must tile the head, so that a packed record has no
+ * byte left unwritten. */
+static int
+read_writer_layout(WriterLayout *info, PyObject *entry)
+{
+    PyObject *offsets;
+    if (!PyArg_ParseTuple(entry, "OO!nnni;a layout is (layout, offsets, born address bytes, "
+                          "store address bytes, head bytes, magic)", &info->layout,
+                          &PyTuple_Type, &offsets, &info->born_address_bytes,
+                          &info->store_address_bytes, &info->head_bytes, &info->magic)) {
+        info->layout = NULL;
+        return -1;
+    }
+    Py_INCREF(info->layout);
+    if (PyTuple_GET_SIZE(offsets) != FIELD_COUNT
+        || (info->born_address_bytes != 4 && info->born_address_bytes != 16)
+        || (info->store_address_bytes != 4 && info->store_address_bytes != 16)) {
+        PyErr_Format(PyExc_ValueError, "a layout needs %d field offsets and addresses of 4 "
+                     "or 16 bytes", FIELD_COUNT);
+        return -1;
+    }
+    Py_ssize_t expected = 0;
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        info->offsets[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i));
+        if (info->offsets[i] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (info->offsets[i] != expected) {
+            PyErr_Format(PyExc_ValueError, "field %d is at %zd, not right after the one "
+                         "before it (%zd)", i, info->offsets[i], expected);
+            return -1;
+        }
+        expected += RECORD_FIELD_KINDS[i] == 'q' ? 8 : RECORD_FIELD_KINDS[i] == 'i' ? 4
+                    : 4 + (i == F_BORN_HOST ? info->born_address_bytes
+                                            : info->store_address_bytes);
+    }
+    if (expected != info->head_bytes) {
+        PyErr_Format(PyExc_ValueError, "the fields end at %zd, the head at %zd", expected,
+                     info->head_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+read_put_result_type(Writer *w, PyObject *slot_names)
+{
+    if (w->result_type->tp_new != PyBaseObject_Type.tp_new
+        || PyTuple_GET_SIZE(slot_names) != PUT_RESULT_SLOT_COUNT) {
+        PyErr_Format(PyExc_TypeError, "result_type must be a plain class; %d slot names",
+                     PUT_RESULT_SLOT_COUNT);
+        return -1;
+    }
+    for (int i = 0; i < PUT_RESULT_SLOT_COUNT; i++) {
+        PyObject *slot = PyObject_GetAttr((PyObject *)w->result_type,
+                                          PyTuple_GET_ITEM(slot_names, i));
+        if (slot == NULL) {
+            return -1;
+        }
+        w->result_slots[i] = slot;
+        if (!PyObject_TypeCheck(slot, &PyMemberDescr_Type)) {
+            PyErr_SetString(PyExc_TypeError, "result_type's fields must be slots");
+            return -1;
+        }
+    }
+    w->empty_reason = PyUnicode_FromString("");
+    return w->empty_reason == NULL ? -1 : 0;
+}
+
+/* (write_record, pack_batch), told encoder.py's references, PutResult and the layouts. */
+static PyObject *
+bind_record_writer(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"write_reference", "pack_reference", "result_type",
+                               "result_slots", "status_ok", "layouts", "field_kinds", NULL};
+    PyObject *write_reference, *pack_reference, *result_slots, *status_ok, *layouts;
+    PyTypeObject *result_type;
+    const char *field_kinds;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OOO!O!OO!s:bind_record_writer", keywords, &write_reference,
+            &pack_reference, &PyType_Type, &result_type, &PyTuple_Type, &result_slots,
+            &status_ok, &PyTuple_Type, &layouts, &field_kinds)) {
+        return NULL;
+    }
+    if (strcmp(field_kinds, RECORD_FIELD_KINDS) != 0) {
+        return PyErr_Format(PyExc_ValueError, "the record's fields are %s but "
+                            "storage/format/_records.c writes %s: update it", field_kinds,
+                            RECORD_FIELD_KINDS);
+    }
+    if (PyTuple_GET_SIZE(layouts) != LAYOUT_COUNT) {
+        return PyErr_Format(PyExc_ValueError, "expected %d layouts", LAYOUT_COUNT);
+    }
+    Writer *w = PyObject_GC_New(Writer, &WriterType);
+    if (w == NULL) {
+        return NULL;
+    }
+    memset((char *)w + sizeof(PyObject), 0, sizeof(Writer) - sizeof(PyObject));
+    PyObject_GC_Track(w);
+    Py_INCREF(write_reference);
+    w->write_reference = write_reference;
+    Py_INCREF(pack_reference);
+    w->pack_reference = pack_reference;
+    Py_INCREF(result_type);
+    w->result_type = result_type;
+    Py_INCREF(status_ok);
+    w->status_ok = status_ok;
+    int failed = read_put_result_type(w, result_slots);
+    for (int i = 0; i < LAYOUT_COUNT && !failed; i++) {
+        failed = read_writer_layout(&w->layouts[i], PyTuple_GET_ITEM(layouts, i));
+    }
+    PyObject *write_name = failed ? NULL : module_name_of(write_reference);
+    PyObject *pack_name = write_name != NULL ? module_name_of(pack_reference) : NULL;
+    PyObject *pair = NULL;
+    if (pack_name != NULL) {  /* each function holds the Writer: no state is shared */
+        PyObject *write = PyCFunction_NewEx(&write_record_def, (PyObject *)w, write_name);
+        PyObject *pack = write != NULL ? PyCFunction_NewEx(&pack_batch_def, (PyObject *)w,
+                                                           pack_name)
+                                       : NULL;
+        pair = pack != NULL ? PyTuple_Pack(2, write, pack) : NULL;
+        Py_XDECREF(write);
+        Py_XDECREF(pack);
+    }
+    Py_XDECREF(write_name);
+    Py_XDECREF(pack_name);
+    Py_DECREF(w);
+    return pair;
+}
+
+/* ---------------------------------------------------------------- prepare */
+
+/* encoder.py's MessageEncoder.prepare_reference, for the common message only: a Message
+ * (the exact class) with a bytes body, a topic the encoder has cached (`_common`), int queue
+ * id and flag in range, no born time or an int one, SYSFLAG and reconsume times 0, and no
+ * properties, tags, keys or born host.  Anything else -- including every message the
+ * reference refuses -- is handed to the reference. */
+
+enum {
+    M_TOPIC, M_QUEUE_ID, M_BODY, M_FLAG, M_BORN_TIMESTAMP, M_SYSFLAG, M_RECONSUME_TIMES,
+    M_PROPERTIES, M_TAGS, M_KEYS, M_BORN_HOST, M_PROPERTIES_ENCODED, MESSAGE_SLOT_COUNT
+};
+
+/* One encoder's settings, remembered by `bind_prepare`. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *reference;  /* the encoder's bound prepare_reference */
+    PyTypeObject *message_type;
+    Py_ssize_t slot_offsets[MESSAGE_SLOT_COUNT];  /* where each Message slot is stored */
+    PyObject *common;  /* the encoder's dict: topic -> (layout, tail, fixed bytes, host bits) */
+    Py_ssize_t body_size_max;
+    PyObject *store_host;
+} Preparer;
+
+static int
+preparer_traverse(Preparer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->reference);
+    Py_VISIT(self->message_type);
+    Py_VISIT(self->common);
+    Py_VISIT(self->store_host);
+    return 0;
+}
+
+static int
+preparer_clear(Preparer *self)
+{
+    Py_CLEAR(self->reference);
+    Py_CLEAR(self->message_type);
+    Py_CLEAR(self->common);
+    Py_CLEAR(self->store_host);
+    return 0;
+}
+
+static void
+preparer_dealloc(Preparer *self)
+{
+    PyObject_GC_UnTrack(self);
+    preparer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject PreparerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mqstore.storage.format._records.Preparer",
+    .tp_basicsize = sizeof(Preparer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "prepare's settings: one encoder's topic cache, body maximum and store host.",
+    .tp_traverse = (traverseproc)preparer_traverse,
+    .tp_clear = (inquiry)preparer_clear,
+    .tp_dealloc = (destructor)preparer_dealloc,
+};
+
+static int
+is_int_zero(PyObject *object)
+{
+    long long value;
+    return int_within(object, 0, 0, &value);
+}
+
+/* The PreparedRecord of a common message whose slots are `m`, or NULL with *delegate set
+ * (the reference's case) or not (an error). */
+static PyObject *
+prepare_common(Preparer *p, PyObject *const *m, int *delegate)
+{
+    *delegate = 1;
+    PyObject *body = m[M_BODY], *keys = m[M_KEYS], *born = m[M_BORN_TIMESTAMP];
+    long long queue_id, flag;
+    if (!PyBytes_CheckExact(body) || PyBytes_GET_SIZE(body) > p->body_size_max
+        || (unsigned long long)PyBytes_GET_SIZE(body) > 0xFFFFFFFFull
+        || !int_within(m[M_QUEUE_ID], 0, INT32_MAX, &queue_id)
+        || !int_within(m[M_FLAG], INT32_MIN, INT32_MAX, &flag)
+        || (born != Py_None && !PyLong_CheckExact(born))
+        || !is_int_zero(m[M_SYSFLAG]) || !is_int_zero(m[M_RECONSUME_TIMES])
+        || m[M_PROPERTIES] != Py_None || m[M_TAGS] != Py_None || m[M_BORN_HOST] != Py_None
+        || m[M_PROPERTIES_ENCODED] != Py_None
+        || !((PyTuple_CheckExact(keys) && PyTuple_GET_SIZE(keys) == 0)
+             || (PyList_CheckExact(keys) && PyList_GET_SIZE(keys) == 0))
+        || !PyUnicode_CheckExact(m[M_TOPIC])) {
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(p->common, m[M_TOPIC]);
+    if (entry == NULL) {  /* not cached yet (or an error): the reference caches it */
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4
+        || !PyBytes_CheckExact(PyTuple_GET_ITEM(entry, 1))) {
+        return NULL;
+    }
+    long long fixed_bytes, host_sysflag;
+    if (!int_within(PyTuple_GET_ITEM(entry, 2), 0, INT32_MAX, &fixed_bytes)
+        || !int_within(PyTuple_GET_ITEM(entry, 3), 0, INT32_MAX, &host_sysflag)) {
+        return NULL;
+    }
+    *delegate = 0;
+    /* Held from here: allocating may run a collection, and with it arbitrary code. */
+    PyObject *items[12] = {
+        PyTuple_GET_ITEM(entry, 0), NULL, NULL, m[M_QUEUE_ID], m[M_FLAG], NULL,
+        p->store_host, body, PyTuple_GET_ITEM(entry, 1), p->store_host,
+        PyTuple_GET_ITEM(entry, 3), m[M_RECONSUME_TIMES]};
+    for (int i = 0; i < 12; i++) {
+        Py_XINCREF(items[i]);
+    }
+    uLong crc = crc32(0L, (const Bytef *)PyBytes_AS_STRING(body),
+                      (uInt)PyBytes_GET_SIZE(body));
+    items[1] = PyLong_FromLongLong(fixed_bytes + PyBytes_GET_SIZE(body));
+    items[2] = PyLong_FromUnsignedLong(crc & 0x7FFFFFFFul);
+    if (born == Py_None) {
+        items[5] = PyLong_FromLong(-1);
+    }
+    else {
+        Py_INCREF(born);
+        items[5] = born;
+    }
+    PyObject *prepared = NULL;
+    if (items[1] != NULL && items[2] != NULL && items[5] != NULL) {
+        prepared = PyTuple_New(12);
+    }
+    if (prepared == NULL) {
+        for (int i = 0; i < 12; i++) {
+            Py_XDECREF(items[i]);
+        }
+        return NULL;
+    }
+    for (int i = 0; i < 12; i++) {
+        PyTuple_SET_ITEM(prepared, i, items[i]);
+    }
+    return prepared;
+}
+
+static PyObject *
+prepare(PyObject *self, PyObject *message)
+{
+    Preparer *p = (Preparer *)self;
+    if (Py_IS_TYPE(message, p->message_type)) {
+        PyObject *slots[MESSAGE_SLOT_COUNT];
+        int complete = 1;
+        for (int i = 0; i < MESSAGE_SLOT_COUNT; i++) {
+            slots[i] = *(PyObject **)((char *)message + p->slot_offsets[i]);
+            complete &= slots[i] != NULL;  /* an unset slot: the reference's AttributeError */
+        }
+        if (complete) {
+            int delegate;
+            PyObject *prepared = prepare_common(p, slots, &delegate);
+            if (!delegate) {
+                return prepared;
+            }
+        }
+    }
+    return PyObject_CallOneArg(p->reference, message);
+}
+
+static PyMethodDef prepare_def = {
+    "prepare", (PyCFunction)prepare, METH_O,
+    "prepare(message)\n--\n\n"
+    "encoder.MessageEncoder.prepare_reference in C (storage/format/_records.c)."};
+
+static int
+read_message_slots(Preparer *p, PyObject *slot_names)
+{
+    if (PyTuple_GET_SIZE(slot_names) != MESSAGE_SLOT_COUNT) {
+        PyErr_Format(PyExc_ValueError, "expected %d Message slot names", MESSAGE_SLOT_COUNT);
+        return -1;
+    }
+    for (int i = 0; i < MESSAGE_SLOT_COUNT; i++) {
+        PyObject *slot = PyObject_GetAttr((PyObject *)p->message_type,
+                                          PyTuple_GET_ITEM(slot_names, i));
+        if (slot == NULL) {
+            return -1;
+        }
+        int is_slot = PyObject_TypeCheck(slot, &PyMemberDescr_Type)
+                      && ((PyMemberDescrObject *)slot)->d_member->type == T_OBJECT_EX;
+        if (is_slot) {
+            p->slot_offsets[i] = ((PyMemberDescrObject *)slot)->d_member->offset;
+        }
+        Py_DECREF(slot);
+        if (!is_slot) {
+            PyErr_SetString(PyExc_TypeError, "message_type's fields must be slots");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* prepare, for one encoder: told its bound reference, the Message class and slot names (in
+ * the M_ order above), its topic cache dict, body maximum and store host. */
+static PyObject *
+bind_prepare(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"reference", "message_type", "message_slots", "common",
+                               "body_size_max", "store_host", NULL};
+    PyObject *reference, *slot_names, *common, *store_host;
+    PyTypeObject *message_type;
+    Py_ssize_t body_size_max;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO!O!O!nO!:bind_prepare", keywords, &reference, &PyType_Type,
+            &message_type, &PyTuple_Type, &slot_names, &PyDict_Type, &common, &body_size_max,
+            &PyTuple_Type, &store_host)) {
+        return NULL;
+    }
+    Preparer *p = PyObject_GC_New(Preparer, &PreparerType);
+    if (p == NULL) {
+        return NULL;
+    }
+    memset((char *)p + sizeof(PyObject), 0, sizeof(Preparer) - sizeof(PyObject));
+    PyObject_GC_Track(p);
+    Py_INCREF(reference);
+    p->reference = reference;
+    Py_INCREF(message_type);
+    p->message_type = message_type;
+    Py_INCREF(common);
+    p->common = common;
+    Py_INCREF(store_host);
+    p->store_host = store_host;
+    p->body_size_max = body_size_max;
+    PyObject *function = NULL;
+    PyObject *module_name = read_message_slots(p, slot_names) ? NULL
+                                                               : module_name_of(reference);
+    if (module_name != NULL) {
+        function = PyCFunction_NewEx(&prepare_def, (PyObject *)p, module_name);
+        Py_DECREF(module_name);
+    }
+    Py_DECREF(p);  /* the function holds it */
+    return function;
+}
+
 static PyMethodDef bindable_defs[] = {
     {"java_string_hash", (PyCFunction)java_string_hash, METH_O,
      "java_string_hash(text)\n--\n\n"
@@ -882,6 +1684,12 @@ static PyMethodDef module_methods[] = {
     {"bind_check_record", (PyCFunction)(void (*)(void))bind_check_record,
      METH_VARARGS | METH_KEYWORDS,
      "The C twin of record.check_record_reference, told record.py's layouts and types."},
+    {"bind_record_writer", (PyCFunction)(void (*)(void))bind_record_writer,
+     METH_VARARGS | METH_KEYWORDS,
+     "(write_record, pack_batch): the C twins of encoder.py's write_record_reference and "
+     "pack_batch_reference, told the record layouts and PutResult."},
+    {"bind_prepare", (PyCFunction)(void (*)(void))bind_prepare, METH_VARARGS | METH_KEYWORDS,
+     "The C twin of one encoder's MessageEncoder.prepare_reference (the common message)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -896,7 +1704,8 @@ static struct PyModuleDef records_module = {
 PyMODINIT_FUNC
 PyInit__records(void)
 {
-    if (PyType_Ready(&CheckerType) < 0) {
+    if (PyType_Ready(&CheckerType) < 0 || PyType_Ready(&WriterType) < 0
+        || PyType_Ready(&PreparerType) < 0) {
         return NULL;
     }
     if (mmap_type == NULL) {

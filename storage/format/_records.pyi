@@ -18,3 +18,20 @@ def bind_check_record(
     sizes: tuple[int, int],
     host_bits: tuple[int, int],
 ) -> Callable[..., Any]: ...
+def bind_record_writer(
+    write_reference: Callable[..., Any],
+    pack_reference: Callable[..., Any],
+    result_type: type,
+    result_slots: tuple[str, ...],
+    status_ok: object,
+    layouts: tuple[tuple[object, tuple[int, ...], int, int, int, int], ...],
+    field_kinds: str,
+) -> tuple[Callable[..., Any], Callable[..., Any]]: ...
+def bind_prepare(
+    reference: Callable[[Any], Any],
+    message_type: type,
+    message_slots: tuple[str, ...],
+    common: dict[str, Any],
+    body_size_max: int,
+    store_host: tuple[bytes, int],
+) -> Callable[[Any], Any]: ...

@@ -1,15 +1,18 @@
 """Which implementation the hot codecs run: C, or the Python reference.
 
-Three functions run once per record on the store's hot paths; each has a C twin in the
+The functions that run once per record on the store's hot paths have C twins in the
 extension module `mqstore.storage.format._records` (storage/format/_records.c):
 
     java_hash.java_string_hash     tag codes (dispatch, reads), index key hashes
     record.check_record            recovery, dispatch, reads, scrub; record.holds_entry
     properties.decode_properties   dispatch, reads
+    encoder.MessageEncoder.prepare the put path: a message checked and CRC'd (per encoder)
+    encoder.write_record           the put path: one record written in place
+    encoder.pack_batch             the put path: a batch's records packed into one bytes
 
 The Python functions stay, renamed `<name>_reference`: they define the behaviour, and
 tests/storage/format/test_compiled_equivalence.py holds every C twin to its reference.  Each
-module picks its implementation once, at import, through `pick`:
+module (or encoder) picks its implementation once, through `pick`:
 
 * `MQSTORE_NO_EXTENSIONS=1` in the environment: the references, everywhere.
 * Otherwise the extension must load: a missing or stale build raises ImportError saying to
@@ -29,7 +32,7 @@ from types import ModuleType
 from typing import Any, TypeVar, cast
 
 ENVIRONMENT_VARIABLE = "MQSTORE_NO_EXTENSIONS"
-ABI_VERSION = 1
+ABI_VERSION = 2
 """The `ABI_VERSION` storage/format/_records.c must report; a build of another is stale."""
 REFERENCE_SUFFIX = "_reference"
 

@@ -3,18 +3,21 @@
     put(msg):  prepare (topic rules, sizes, CRC, cached tail)      no lock
                take the put lock (≤ put_lock_timeout_ms, else OS_PAGECACHE_BUSY)
                roll if the record does not fit: BLANK tail, next segment (+ pool buffer)
-               pack the head with QUEUEOFFSET, PHYSICALOFFSET, STORETIMESTAMP straight
-               into the mapping or the pool buffer; copy body and tail after it
+               write_record: the head with QUEUEOFFSET, PHYSICALOFFSET, STORETIMESTAMP
+               packed straight into the mapping or the pool buffer, body and tail after it
                advance written_position, the queue's next offset
                release; wake the commit service; (sync flush: the store parks the caller)
 
-A batch is prepared record by record, packed as it expects to land, joined, and copied with
-one slice assignment: one contiguous write with consecutive queue offsets per queue.  A
-record never straddles two segments; every full segment ends with a BLANK record.
+A batch is prepared record by record, packed as it expects to land in one bytes object
+(`pack_batch`), and copied with one slice assignment: one contiguous write with consecutive
+queue offsets per queue.  A record never straddles two segments; every full segment ends
+with a BLANK record.
 
-This is the hottest code in the project: the put methods pack the head inline (in field
-order, `record.RECORD_FIELDS`) and check the room inline on purpose (each avoided call is
-~0.1 µs of a ~3 µs put; a test holds the written bytes to `record.encode_record`'s)."""
+This is the hottest code in the project.  `prepare`, `write_record` and `pack_batch`
+(format/encoder.py, the record layout in its docstring) have C twins that also build the
+`PutResult`s; the Python here keeps only the lock, the room check and the queue offsets,
+inline on purpose (each avoided call is ~0.1 µs of a ~2 µs put; a test holds the written
+bytes to `record.encode_record`'s)."""
 
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from ..errors import (
 )
 from ..files.segment import CommitLogSegment
 from ..format import record
-from ..format.encoder import MessageEncoder
+from ..format.encoder import MessageEncoder, PreparedRecord, pack_batch, write_record
 from ..format.message import Message, PutResult, PutStatus
 from ..format.padding import PaddingEncoder, padding_size_bytes
 from ..format.record_chunks import check_chunk
@@ -100,31 +103,23 @@ class CommitLog:
         except MessageIllegalError as error:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, reason=str(error))
         size = prepared[1]
-        if not self._put_lock.acquire(True, self._put_lock_timeout_s):
+        lock = self._put_lock
+        # Uncontended, the try without a timeout is the cheaper call (no timeout to parse).
+        if not (lock.acquire(False) or lock.acquire(True, self._put_lock_timeout_s)):
             return _busy(self._config)
         try:
             segment = self._active
             if segment is None or segment.size_bytes - segment.written_position < size + _RESERVE:
                 segment = self._roll()
             position = segment.written_position
-            physical_offset = segment.start_position + position
-            (layout, _, crc, queue_id, flag, born_ms, born_host, body, tail, store_host, sysflag,
-             reconsume_times) = prepared
+            sysflag = prepared[10]
             key = (message.topic, message.queue_id)
             takes_offset = sysflag == 0 or record.takes_queue_offset(sysflag)
             queue_offset = self.queue_offsets.get(key, 0) if takes_offset else 0
             store_timestamp_ms = _time_ns() // 1_000_000
-            head = layout.head
-            target = segment.write_target
-            head.pack_into(target, position, size, layout.magic, crc, queue_id, flag,
-                           queue_offset, physical_offset, sysflag,
-                           store_timestamp_ms if born_ms < 0 else born_ms, born_host[0],
-                           born_host[1], store_timestamp_ms, store_host[0], store_host[1],
-                           reconsume_times, 0, len(body))
-            body_at = position + head.size
-            tail_at = body_at + len(body)
-            target[body_at:tail_at] = body
-            target[tail_at:position + size] = tail
+            result = write_record(segment.write_target, position, prepared, queue_offset,
+                                  segment.start_position + position, store_timestamp_ms,
+                                  self.store_host_packed)
             segment.written_position = position + size
             if takes_offset:
                 self.queue_offsets[key] = queue_offset + 1
@@ -132,11 +127,10 @@ class CommitLog:
         except _Refused as refused:
             return PutResult(refused.status, reason=refused.reason)
         finally:
-            self._put_lock.release()
+            lock.release()
         if self._after_append is not None:
-            self._after_append(physical_offset + size)
-        return PutResult(_PUT_OK, physical_offset, queue_offset, store_timestamp_ms, size, "",
-                         self.store_host_packed)
+            self._after_append(result.physical_offset + size)
+        return result
 
     def put_batch(self, messages: Sequence[Message]) -> list[PutResult]:
         """All or nothing: one illegal message refuses the whole batch (each result says
@@ -153,10 +147,6 @@ class CommitLog:
             return []
         if self.refused_reason is not None:
             return _all(messages, PutStatus.SERVICE_NOT_AVAILABLE, self.refused_reason)
-        if any(message.sysflag & record.TRANSACTION_TYPE_MASK for message in messages):
-            return _all(messages, PutStatus.MESSAGE_ILLEGAL,
-                        "a batch takes no transaction messages (RocketMQ's CommitLog refuses "
-                        "them too): send each one alone")
         guess = BatchGuess(self._active, self.queue_offsets)
         try:
             blob, results = self._encode_batch(messages, guess)
@@ -166,7 +156,8 @@ class CommitLog:
             return _all(messages, PutStatus.MESSAGE_ILLEGAL,
                         f"batch is {len(blob)} bytes encoded; the maximum is "
                         f"{self._config.put_batch_size_bytes_max} (put_batch_size_bytes_max)")
-        if not self._put_lock.acquire(True, self._put_lock_timeout_s):
+        lock = self._put_lock
+        if not (lock.acquire(False) or lock.acquire(True, self._put_lock_timeout_s)):
             return [_busy(self._config) for _ in messages]
         try:
             if guess.holds(self._active, self.queue_offsets, len(blob)):
@@ -176,7 +167,7 @@ class CommitLog:
         except _Refused as refused:
             return _all(messages, refused.status, refused.reason)
         finally:
-            self._put_lock.release()
+            lock.release()
         if self._after_append is not None:
             last = results[-1]
             self._after_append(last.physical_offset + last.size_bytes)
@@ -185,44 +176,42 @@ class CommitLog:
     def _encode_batch(self, messages: Sequence[Message],
                       guess: BatchGuess) -> tuple[bytes, list[PutResult]]:
         """Encode every record stamped as the guess predicts; the results carry the
-        predicted offsets (corrected in place if the guess breaks)."""
-        parts: list[bytes] = []
-        results: list[PutResult] = []
+        predicted offsets (corrected in place if the guess breaks).  Raises
+        `MessageIllegalError` for a transaction message anywhere in the batch (that reason
+        first, as if checked before any message) or else the first illegal message."""
+        records: list[PreparedRecord] = []
+        queue_offsets: list[int] = []
+        add_record, add_offset = records.append, queue_offsets.append
         prepare = self._prepare
-        now_ms = guess.store_timestamp_ms
-        physical = guess.physical_offset
         next_offsets = guess.next_offsets
-        host = self.store_host_packed
-        add_result = results.append
-        key: QueueKey | None = None
-        next_offset = 0
+        topic: str | None = None
+        queue_id = next_offset = sysflags = 0
         for message in messages:
             try:
-                (layout, size, crc, queue_id, flag, born_ms, born_host, body, tail, store_host,
-                 sysflag, reconsume_times) = prepare(message)
-            except MessageIllegalError as error:
-                raise MessageIllegalError(
-                    f"message {len(results)} of the batch: {error}") from None
-            if key is None or queue_id != key[1] or message.topic != key[0]:
-                if key is not None:
-                    next_offsets[key] = next_offset
-                key = (message.topic, queue_id)
-                next_offset = next_offsets.get(key, -1)
+                prepared = prepare(message)
+            except Exception as error:
+                _refuse_transactions(messages)
+                if isinstance(error, MessageIllegalError):
+                    raise MessageIllegalError(
+                        f"message {len(records)} of the batch: {error}") from None
+                raise
+            sysflags |= prepared[10]
+            if prepared[3] != queue_id or message.topic != topic:
+                if topic is not None:
+                    next_offsets[topic, queue_id] = next_offset
+                topic, queue_id = message.topic, prepared[3]
+                next_offset = next_offsets.get((topic, queue_id), -1)
                 if next_offset < 0:
-                    next_offset = guess.first_offset(key)
-            # the head as `put` packs it, with the guessed offsets
-            parts += (layout.head.pack(size, layout.magic, crc, queue_id, flag, next_offset,
-                                       physical, sysflag,
-                                       now_ms if born_ms < 0 else born_ms, born_host[0],
-                                       born_host[1], now_ms, store_host[0], store_host[1],
-                                       reconsume_times, 0, len(body)),
-                      body, tail)
-            add_result(PutResult(_PUT_OK, physical, next_offset, now_ms, size, "", host))
+                    next_offset = guess.first_offset((topic, queue_id))
+            add_record(prepared)
+            add_offset(next_offset)
             next_offset += 1
-            physical += size
-        assert key is not None
-        next_offsets[key] = next_offset
-        return b"".join(parts), results
+        assert topic is not None
+        if sysflags & record.TRANSACTION_TYPE_MASK:
+            raise MessageIllegalError(_NO_TRANSACTIONS)
+        next_offsets[topic, queue_id] = next_offset
+        return pack_batch(records, queue_offsets, guess.physical_offset,
+                          guess.store_timestamp_ms, self.store_host_packed)
 
     def _append_as_guessed(self, blob: bytes, guess: BatchGuess) -> None:
         """Under the put lock, the guess verified: the records are stamped already."""
@@ -384,6 +373,18 @@ def _store_timestamp_offset(buffer: mmap.mmap, position: int) -> int:
     sysflag = int.from_bytes(buffer[position + 36:position + 40], "big")
     layout = record.LAYOUTS[bool(sysflag & record.SysFlag.BORN_HOST_V6), False, False]
     return layout.store_timestamp_offset
+
+
+_NO_TRANSACTIONS = ("a batch takes no transaction messages (RocketMQ's CommitLog refuses them "
+                    "too): send each one alone")
+
+
+def _refuse_transactions(messages: Sequence[Message]) -> None:
+    """The batch's own check, which comes before any message's: raises `MessageIllegalError`
+    if a message has transaction bits (or what `&` raises for a SYSFLAG of another type).
+    `_encode_batch` folds it into its loop and runs it whole only when a message fails."""
+    if any(message.sysflag & record.TRANSACTION_TYPE_MASK for message in messages):
+        raise MessageIllegalError(_NO_TRANSACTIONS)
 
 
 def _all(messages: Sequence[Message], status: PutStatus, reason: str) -> list[PutResult]:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import array
 import mmap
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,8 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mqstore.storage.config import StoreConfig
 from mqstore.storage.format import compiled, record
+from mqstore.storage.format import encoder as encoder_module
 from mqstore.storage.format.java_hash import java_string_hash_reference
+from mqstore.storage.format.message import Message, PutResult
 from mqstore.storage.format.properties import decode_properties_reference, encode_properties
 
 c_check_record = record.compiled_check_record()
@@ -344,3 +350,305 @@ class _Bytes(bytes):
 ])
 def test_decode_properties_of_other_types_behaves_as_the_reference(value: object) -> None:
     assert _outcome(c_decode_properties, value) == _outcome(decode_properties_reference, value)
+
+
+# ---------------------------------------------- the put path: prepare, write_record, pack_batch
+
+c_write_record, c_pack_batch = encoder_module.compiled_record_writers()
+STORE_HOSTS = ("127.0.0.1:10911", "[::1]:10911")
+ENCODERS = {host: encoder_module.MessageEncoder(StoreConfig.for_small_segments(
+    1 << 20, store_host=host, topic_size_bytes_max=255)) for host in STORE_HOSTS}
+TOPIC_TEXT = st.text("abcXYZ019_-%|", min_size=1, max_size=200)
+KEY_TEXT = st.text("abk019", min_size=1, max_size=6)
+WRITE_KINDS = ("mmap", "bytearray")
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> Message:
+    """A message every encoder accepts: any layout, with or without properties."""
+    return Message(draw(TOPIC_TEXT), draw(st.integers(0, (1 << 31) - 1)), draw(BODIES),
+                   tags=draw(st.none() | KEY_TEXT), keys=draw(st.lists(KEY_TEXT, max_size=2)),
+                   flag=draw(st.integers(-2, 8) | INT32),
+                   born_host=draw(st.sampled_from([None, "10.0.0.1:5555", "[fe80::1]:4000"])),
+                   born_timestamp_ms=draw(st.none() | INT64),
+                   sysflag=draw(st.sampled_from([0, 0x1, 0x2, 0x40, 0x80, 0x8])),
+                   reconsume_times=draw(st.integers(0, (1 << 31) - 1)))
+
+
+@st.composite
+def prepared_records(draw: st.DrawFn) -> encoder_module.PreparedRecord:
+    encoder = ENCODERS[draw(st.sampled_from(STORE_HOSTS))]
+    return encoder.prepare_reference(draw(messages()))
+
+
+def _put_fields(outcome: tuple[object, ...]) -> tuple[object, ...]:
+    """A call's outcome with its PutResults (one, a list, or in a (bytes, list) pair) as
+    their fields, the type of each too."""
+    def fields(value: object) -> object:
+        if isinstance(value, PutResult):
+            return tuple((type(getattr(value, name)), getattr(value, name))
+                         for name in encoder_module.PUT_RESULT_SLOTS)
+        if isinstance(value, list):
+            return [fields(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(fields(item) for item in value)
+        return value
+    return tuple(fields(item) for item in outcome)
+
+
+@contextmanager
+def writable(size_bytes: int, kind: str) -> Iterator[mmap.mmap | bytearray]:
+    """A buffer to write into, filled with a pattern (a byte left unwritten shows)."""
+    pattern = bytes(range(7, 256)) * (size_bytes // 249 + 1)
+    if kind == "bytearray":
+        yield bytearray(pattern[:size_bytes])
+        return
+    mapping = mmap.mmap(-1, size_bytes)
+    mapping[:] = pattern[:size_bytes]
+    try:
+        yield mapping
+    finally:
+        mapping.close()
+
+
+def assert_same_write(size_bytes: int, kind: str, *args: Any, **kwargs: Any) -> None:
+    """write_record and its reference, each into a fresh buffer: the same outcome and bytes."""
+    seen = []
+    for write in (c_write_record, encoder_module.write_record_reference):
+        with writable(size_bytes, kind) as target:
+            seen.append((_put_fields(_outcome(write, target, *args, **kwargs)), bytes(target)))
+    assert seen[0] == seen[1]
+
+
+@settings(max_examples=300)
+@given(prepared_records(), st.integers(0, 40), INT64, INT64, INT64, st.sampled_from(WRITE_KINDS))
+def test_write_record_writes_the_references_bytes(prepared: encoder_module.PreparedRecord,
+                                                  position: int, queue_offset: int,
+                                                  physical_offset: int, store_time_ms: int,
+                                                  kind: str) -> None:
+    size = prepared[1]
+    arguments = (position, prepared, queue_offset, physical_offset, store_time_ms, b"host")
+    assert_same_write(position + size + 9, kind, *arguments)
+    with writable(position + size, kind) as target:
+        result = c_write_record(target, *arguments)
+        written = bytes(target[position:position + size])
+    assert (result.physical_offset, result.queue_offset, result.size_bytes) == (
+        physical_offset, queue_offset, size)
+    layout, head = record.decode_head(written, 0)
+    assert (layout, head.total_size, head.queue_offset, head.store_timestamp_ms) == (
+        prepared[0], size, queue_offset, store_time_ms)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(prepared_records(), INT64), max_size=6), INT64, INT64)
+def test_pack_batch_packs_the_references_bytes(records: list[tuple[Any, int]],
+                                               physical_offset: int, store_time_ms: int) -> None:
+    prepared = [item[0] for item in records]
+    offsets = [item[1] for item in records]
+    arguments = (prepared, offsets, physical_offset, store_time_ms, b"host")
+    c = _put_fields(_outcome(c_pack_batch, *arguments))
+    assert c == _put_fields(_outcome(encoder_module.pack_batch_reference, *arguments))
+    if c[0] == "returned":  # each record as write_record writes it alone
+        packed, position = c[1][0], 0
+        for record_prepared, queue_offset in records:
+            size = record_prepared[1]
+            with writable(size, "bytearray") as target:
+                c_write_record(target, 0, record_prepared, queue_offset,
+                               physical_offset + position, store_time_ms, b"host")
+                assert packed[position:position + size] == target
+            position += size
+        assert position == len(packed)
+
+
+def _valid_prepared() -> encoder_module.PreparedRecord:
+    return ENCODERS["[::1]:10911"].prepare_reference(
+        Message("T", 3, b"body", tags="a", born_host="10.0.0.1:1", born_timestamp_ms=5))
+
+
+def _replaced(prepared: tuple[Any, ...], index: int, value: object) -> tuple[Any, ...]:
+    return (*prepared[:index], value, *prepared[index + 1:])
+
+
+ODD_ITEMS = [
+    (0, record.LAYOUTS[False, False, False]), (0, None), (1, True), (1, 1 << 40), (1, -1),
+    (1, _Int(5)), (2, 1 << 31), (2, -(1 << 31) - 1), (2, 1.0), (3, None), (4, -(1 << 31)),
+    (5, -7), (5, -(1 << 70)), (5, 1 << 63), (5, 1.5), (5, None), (6, (bytes(4), 1)),
+    (6, [bytes(4), 1]), (6, (bytes(3), 1)), (6, (bytes(4), 1 << 31)), (6, (bytes(4),)),
+    (7, bytearray(b"body")), (7, b"bodies"), (8, memoryview(b"\x01T\x00\x00")), (8, b""),
+    (9, (bytes(4), 7)), (9, (bytes(16), -1)), (10, 1 << 31), (10, False), (11, -1),
+    (11, None),
+]
+
+
+@pytest.mark.parametrize(("index", "value"), ODD_ITEMS)
+@pytest.mark.parametrize("kind", WRITE_KINDS)
+def test_odd_prepared_records_are_written_as_the_reference(index: int, value: object,
+                                                           kind: str) -> None:
+    """Values no encoder makes (wrong types, out of range, sizes that do not add up):
+    written as the reference writes them, or the reference's exception."""
+    prepared = _replaced(_valid_prepared(), index, value)
+    size = _valid_prepared()[1]
+    assert_same_write(size + 16, kind, 3, prepared, 1, 2, 3, b"host")
+    for arguments in ([prepared, [4]], [[prepared], [4]]):
+        records = arguments[0] if isinstance(arguments[0], list) else [arguments[0]]
+        assert _put_fields(_outcome(c_pack_batch, records, [4], 0, 1, b"h")) == _put_fields(
+            _outcome(encoder_module.pack_batch_reference, records, [4], 0, 1, b"h"))
+
+
+@pytest.mark.parametrize(("position", "offsets"), [
+    (-1, (1, 2, 3)), (_Int(0), (1, 2, 3)), (1 << 70, (1, 2, 3)), (200, (1, 2, 3)),
+    (0, (1 << 63, 2, 3)), (0, (1, -(1 << 63) - 1, 3)), (0, (1, 2, 1.0)), (0, (True, 2, 3)),
+])
+@pytest.mark.parametrize("kind", WRITE_KINDS)
+def test_odd_write_arguments_behave_as_the_reference(position: int, offsets: tuple[Any, ...],
+                                                     kind: str) -> None:
+    size = _valid_prepared()[1]
+    assert_same_write(size + 16, kind, position, _valid_prepared(), *offsets, b"host")
+
+
+def test_odd_write_calls_and_targets_behave_as_the_reference() -> None:
+    prepared = _valid_prepared()
+    size = prepared[1]
+    assert_same_write(size - 1, "mmap", 0, prepared, 1, 2, 3, b"host")  # does not fit
+    assert_same_write(size, "bytearray", 1, prepared, 1, 2, 3, b"host")
+    assert_same_write(size, "mmap", 0, prepared, 1, 2, 3)  # an argument short
+    assert_same_write(size, "mmap", 0, prepared, 1, 2, 3, b"host", 4)
+    assert_same_write(size, "mmap", 0, prepared, 1, 2, 3, store_host_packed=b"host")
+    closed = mmap.mmap(-1, size)
+    closed.close()
+    read_only = mmap.mmap(-1, size, prot=mmap.PROT_READ)
+    targets: list[object] = [closed, read_only, bytes(size), memoryview(bytearray(size)),
+                             array.array("B", bytes(size)), None]
+    for target in targets:
+        assert _put_fields(_outcome(c_write_record, target, 0, prepared, 1, 2, 3, b"h")) == \
+            _put_fields(_outcome(encoder_module.write_record_reference, target, 0, prepared,
+                                 1, 2, 3, b"h"))
+    read_only.close()
+
+
+@pytest.mark.parametrize("arguments", [
+    ([], [], 0, 0, b"h"), ((), (), 0, 0, b"h"), ([None], [0], 0, 0, b"h"),
+    ([_valid_prepared()], [], 0, 0, b"h"), ([_valid_prepared()], [0, 1], 0, 0, b"h"),
+    ([_valid_prepared()], (0,), 0, 0, b"h"), ([_valid_prepared()] * 2, [0, 1], 1.0, 0, b"h"),
+    ([_valid_prepared()] * 2, [0, 1], (1 << 63) - 100, 0, b"h"),
+    ([_valid_prepared()] * 2, [0, 1], 0, 1 << 63, b"h"), ([_valid_prepared()], [0], 0, 0),
+])
+def test_odd_pack_batch_calls_behave_as_the_reference(arguments: tuple[Any, ...]) -> None:
+    assert _put_fields(_outcome(c_pack_batch, *arguments)) == _put_fields(
+        _outcome(encoder_module.pack_batch_reference, *arguments))
+    assert _put_fields(_outcome(c_pack_batch, *arguments[:4], store_host_packed=b"h")) == \
+        _put_fields(_outcome(encoder_module.pack_batch_reference, *arguments[:4],
+                             store_host_packed=b"h"))
+
+
+class _Message(Message):
+    __slots__ = ()
+
+
+ODD_MESSAGE_FIELDS: dict[str, st.SearchStrategy[object]] = {
+    "topic": st.sampled_from(["T", "Bench", "x" * 128, "x" * 300, "bad topic", "", 7, None,
+                              "%RETRY%T", "Tópico"]),
+    "queue_id": st.sampled_from([0, 3, -1, (1 << 31) - 1, 1 << 31, True, 1.0, None, _Int(2)]),
+    "body": st.sampled_from([b"", b"abc", bytearray(b"ab"), memoryview(b"mv"), "text", None,
+                             b"x" * ((1 << 18) + 1), b"x" * (1 << 18)]),
+    "flag": st.sampled_from([0, 5, -(1 << 31), 1 << 31, None, 0.0, False, True, 2.5, _Int(1)]),
+    "born_timestamp_ms": st.sampled_from([None, 0, -5, 1 << 62, 1 << 63, -(1 << 70), 1.5]),
+    "sysflag": st.sampled_from([0, 1, 0x10, 0x8, -1, False, None, 1 << 31, _Int(0)]),
+    "reconsume_times": st.sampled_from([0, 3, -1, None, False, _Int(0)]),
+    "properties": st.sampled_from([None, None, {}, {"a": "b"}]),
+    "tags": st.sampled_from([None, None, "TagA", ""]),
+    "keys": st.sampled_from([(), (), [], ("k",), "k", None, ("",)]),
+    "born_host": st.sampled_from([None, None, "10.0.0.1:1", "[::1]:2", "bad"]),
+    "properties_encoded": st.sampled_from([None, None, b"", b"a\x01b\x02"]),
+}
+
+
+@settings(max_examples=500)
+@given(st.fixed_dictionaries(ODD_MESSAGE_FIELDS), st.sampled_from(STORE_HOSTS),
+       st.sampled_from([Message, _Message]), st.booleans())
+def test_prepare_answers_as_the_reference(fields: dict[str, object], store_host: str,
+                                          message_type: type[Message], cached: bool) -> None:
+    """Any message, valid or not, the topic cached or not yet: the C prepare returns the
+    reference's record, item for item (types too), or raises its exception."""
+    message = message_type.__new__(message_type)
+    for name, value in fields.items():
+        setattr(message, name, value)
+    encoder = encoder_module.MessageEncoder(StoreConfig.for_small_segments(
+        1 << 20, store_host=store_host, topic_size_bytes_max=255))
+    c_prepare = encoder._compiled_prepare()
+    if cached:
+        _outcome(encoder.prepare_reference, message)
+
+    def typed(outcome: tuple[object, ...]) -> tuple[object, ...]:
+        if outcome[0] != "returned":
+            return outcome
+        assert isinstance(outcome[1], tuple)
+        return tuple((type(item), item) for item in outcome[1])
+
+    first = typed(_outcome(c_prepare, message))
+    assert first == typed(_outcome(encoder.prepare_reference, message))
+    assert typed(_outcome(c_prepare, message)) == first  # now cached, if it was valid
+
+
+def test_prepare_of_a_message_with_unset_fields_behaves_as_the_reference() -> None:
+    encoder = ENCODERS["127.0.0.1:10911"]
+    message = Message.__new__(Message)
+    assert _outcome(encoder._compiled_prepare(), message) == _outcome(
+        encoder.prepare_reference, message)
+    assert _outcome(encoder._compiled_prepare(), None) == _outcome(
+        encoder.prepare_reference, None)
+
+
+def test_the_put_path_twins_answer_the_stores_calls_themselves() -> None:
+    """The equivalence above would hold for a twin that handed every call on: bound to
+    counting references, the C functions must answer what the store passes without them
+    (and hand on only the odd call)."""
+    handed: list[str] = []
+
+    def write_reference(*arguments: Any) -> object:
+        handed.append("write")
+        return encoder_module.write_record_reference(*arguments)
+
+    def pack_reference(*arguments: Any) -> object:
+        handed.append("pack")
+        return encoder_module.pack_batch_reference(*arguments)
+
+    def prepare_reference(message: Message) -> object:
+        handed.append("prepare")
+        return encoder.prepare_reference(message)
+
+    write, pack = encoder_module.compiled_record_writers(write_reference, pack_reference)
+    encoder = ENCODERS["127.0.0.1:10911"]
+    prepare = compiled.extension().bind_prepare(
+        prepare_reference, Message, encoder_module.MESSAGE_SLOTS, encoder._common,
+        encoder._body_size_max, encoder.store_host)
+    message = Message("Answered", 1, b"body")
+    encoder.prepare_reference(message)  # the topic cached, as after a store's first put
+    prepared = prepare(message)
+    with writable(prepared[1], "mmap") as target:
+        write(target, 0, prepared, 0, 0, 1, b"h")
+    pack([prepared, prepared], [0, 1], 0, 1, b"h")
+    pack([encoder.prepare_reference(Message("Other", 0, b"x", tags="a", born_host="[::1]:1",
+                                            born_timestamp_ms=9, flag=-1))], [3], 7, 1, b"h")
+    assert handed == []
+    prepare(Message("Answered", 1, b"body", tags="a"))
+    assert _outcome(pack, [prepared], [0, 1], 0, 1, b"h")[0] == "raised"  # zip(strict=True)
+    with writable(prepared[1], "mmap") as target:
+        assert _outcome(write, target, 1, prepared, 0, 0, 1, b"h")[0] == "raised"  # no room
+    assert handed == ["prepare", "pack", "write"]
+
+
+def test_the_put_path_picks_by_the_environment() -> None:
+    """MQSTORE_NO_EXTENSIONS=1: the store's put path runs the Python references only."""
+    code = ("from mqstore.storage.config import StoreConfig\n"
+            "from mqstore.storage.format import encoder as e\n"
+            "m = e.MessageEncoder(StoreConfig())\n"
+            "print(e.write_record is e.write_record_reference,"
+            " e.pack_batch is e.pack_batch_reference,"
+            " m.prepare == m.prepare_reference)\n")
+    for setting, expected in (("1", "True True True"), ("0", "False False False")):
+        environment = {**os.environ, "MQSTORE_NO_EXTENSIONS": setting}
+        run = subprocess.run([sys.executable, "-c", code], env=environment,
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split() == expected.split()
