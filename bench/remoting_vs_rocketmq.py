@@ -154,7 +154,10 @@ def measure(clients: JavaClients, target: Target, flush: str, cases: Sequence[st
                      "server_cpu_us_per_msg": result["serverCpuS"] * 1e6 / max(1, messages),
                      "client_cpu_us_per_msg": result["clientCpuS"] * 1e6 / max(1, messages),
                      "ok": result["ok"], "failures": result.get("failures", 0),
-                     "failure_samples": result.get("failureSamples", [])})
+                     "failure_samples": result.get("failureSamples", []),
+                     # latency-1000 only: the latency split at the record's store timestamp
+                     "send_to_store_ms": result.get("sendToStoreMs"),
+                     "store_to_receive_ms": result.get("storeToReceiveMs")})
         print(f"  {target.label} {flush} {case}: {rows[-1]}", flush=True)
     return rows
 

@@ -16,7 +16,10 @@ import org.apache.rocketmq.common.message.MessageExt;
 /**
  * Produce-to-consume latency at a fixed rate: async sends paced on a schedule (a late send
  * does not delay the next one's slot), a push consumer in the same JVM, and each message's
- * latency = its receive time - its send time (one clock, System.nanoTime).
+ * latency = its receive time - its send time (one clock, System.nanoTime).  The same latency
+ * split at the store, in whole milliseconds of the wall clock the server shares on one machine:
+ * send to the record's store timestamp, and store timestamp to receive (which side of the
+ * store a delay is on).
  */
 final class BenchLatency {
     private static final String INDEX_PROPERTY = "benchIndex";
@@ -31,6 +34,9 @@ final class BenchLatency {
         int count = rate * durationS;
         long[] sentNs = new long[count];
         AtomicLongArray receivedNs = new AtomicLongArray(count);
+        long[] sentMs = new long[count];
+        AtomicLongArray storedMs = new AtomicLongArray(count);
+        AtomicLongArray receivedMs = new AtomicLongArray(count);
         AtomicInteger received = new AtomicInteger();
         DefaultMQProducer producer = Bench.producer(namesrv, topic);
         // The first send creates the topic; its message has no index and is not timed.
@@ -40,9 +46,13 @@ final class BenchLatency {
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
             long now = System.nanoTime();
+            long nowMs = System.currentTimeMillis();
             for (MessageExt message : messages) {
                 String index = message.getUserProperty(INDEX_PROPERTY);
-                if (index != null && receivedNs.compareAndSet(Integer.parseInt(index), 0, now)) {
+                int at = index == null ? -1 : Integer.parseInt(index);
+                if (at >= 0 && receivedNs.compareAndSet(at, 0, now)) {
+                    storedMs.set(at, message.getStoreTimestamp());
+                    receivedMs.set(at, nowMs);
                     received.incrementAndGet();
                 }
             }
@@ -55,7 +65,7 @@ final class BenchLatency {
             Bench.Failures failures = new Bench.Failures();
             Bench.phase("start");
             long start = System.nanoTime();
-            sendPaced(producer, topic, body, rate, sentNs, failures);
+            sendPaced(producer, topic, body, rate, sentNs, sentMs, failures);
             long sendingNs = System.nanoTime() - start;
             // Wait for the stragglers; a send that failed will never arrive.
             long deadline = System.currentTimeMillis() + DRAIN_WAIT_MS;
@@ -65,9 +75,13 @@ final class BenchLatency {
             }
             Bench.phase("end");
             long[] latencies = new long[received.get()];
+            long[] toStore = new long[latencies.length];
+            long[] fromStore = new long[latencies.length];
             int at = 0;
             for (int i = 0; i < count && at < latencies.length; i++) {
                 if (receivedNs.get(i) != 0) {
+                    toStore[at] = storedMs.get(i) - sentMs[i];
+                    fromStore[at] = receivedMs.get(i) - storedMs.get(i);
                     latencies[at++] = receivedNs.get(i) - sentNs[i];
                 }
             }
@@ -77,11 +91,26 @@ final class BenchLatency {
             out.put("seconds", sendingNs / 1e9);
             out.put("msgPerS", count / (sendingNs / 1e9));
             Bench.percentiles(latencies, out);
+            out.put("sendToStoreMs", millisPercentiles(toStore));
+            out.put("storeToReceiveMs", millisPercentiles(fromStore));
             failures.report(out);
             out.put("ok", received.get() == count && failures.count.get() == 0);
         } finally {
             consumer.shutdown();
             producer.shutdown();
+        }
+        return out;
+    }
+
+    /** p50, p99 and max of whole-millisecond samples. */
+    private static Map<String, Long> millisPercentiles(long[] samplesMs) {
+        long[] sorted = samplesMs.clone();
+        java.util.Arrays.sort(sorted);
+        Map<String, Long> out = new LinkedHashMap<>();
+        if (sorted.length > 0) {
+            out.put("p50", sorted[(int) (sorted.length * 0.50)]);
+            out.put("p99", sorted[Math.min(sorted.length - 1, (int) (sorted.length * 0.99))]);
+            out.put("max", sorted[sorted.length - 1]);
         }
         return out;
     }
@@ -96,7 +125,8 @@ final class BenchLatency {
     }
 
     private static void sendPaced(DefaultMQProducer producer, String topic, byte[] body,
-                                  int rate, long[] sentNs, Bench.Failures failures)
+                                  int rate, long[] sentNs, long[] sentMs,
+                                  Bench.Failures failures)
         throws InterruptedException {
         long intervalNs = 1_000_000_000L / rate;
         long start = System.nanoTime();
@@ -109,6 +139,7 @@ final class BenchLatency {
             Message message = Bench.message(topic, body);
             message.putUserProperty(INDEX_PROPERTY, Integer.toString(i));
             sentNs[i] = System.nanoTime();
+            sentMs[i] = System.currentTimeMillis();
             try {
                 producer.send(message, new SendCallback() {
                     @Override
