@@ -68,14 +68,11 @@ def create_app(indexer: Indexer, hub: NoticeHub, settings: IndexerSettings, *,
         streams.inc()
         subscriber = hub.subscribe()
         try:
-            while not state.stopping:
-                try:
-                    line = await asyncio.wait_for(subscriber.lines.get(), heartbeat_s)
-                except TimeoutError:
-                    line = HEARTBEAT
-                if line is None:
-                    break
-                await response.write(line)
+            ended = False
+            while not state.stopping and not ended:
+                chunk, ended = await subscriber.take(heartbeat_s, idle_line=HEARTBEAT)
+                if chunk:
+                    await response.write(chunk)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:

@@ -29,7 +29,31 @@ Snapshot = Callable[[], Iterable[tuple[str, int, int, int]]]
 class Subscriber:
     def __init__(self, lines_max: int) -> None:
         self.lines: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=lines_max)
+        """The lines to send, in order; None ends the stream."""
         self.dropped = False
+
+    async def take(self, wait_s: float, *, idle_line: bytes) -> tuple[bytes, bool]:
+        """Every line waiting, as one chunk, and whether the stream ends after it.  With
+        none waiting, waits up to `wait_s` for one, then answers `idle_line` (the
+        heartbeat).  One write per wakeup, and no task per line: at a notice per message
+        the stream's own overhead was a third of the notifier's time."""
+        lines = self.lines
+        if lines.empty():
+            try:
+                async with asyncio.timeout(wait_s):
+                    first = await lines.get()
+            except TimeoutError:
+                return idle_line, False
+        else:
+            first = lines.get_nowait()
+        taken: list[bytes] = []
+        line = first
+        while line is not None:
+            taken.append(line)
+            if lines.empty():
+                return b"".join(taken), False
+            line = lines.get_nowait()
+        return b"".join(taken), True
 
 
 class NoticeHub:

@@ -168,15 +168,19 @@ class NoticeStream:
             self.connected = True
             self.connections_total += 1
             log.info("notice stream connected", extra={"url": self._url})
-            while True:
-                line = await asyncio.wait_for(
-                    response.content.readuntil(b"\n", max_size=settings.notice_line_bytes_max),
-                    silence_s)
-                if not line.endswith(b"\n"):  # the end (a cut last line is dropped)
-                    log.info("notice stream ended", extra={"url": self._url})
-                    return
-                if self._feed.line(line) == "snapshot":
-                    self._snapshot_seen = True
+            loop = asyncio.get_running_loop()
+            content = response.content
+            # One deadline moved on by each line, not a task per line.
+            async with asyncio.timeout(silence_s) as silence:
+                while True:
+                    line = await content.readuntil(b"\n",
+                                                   max_size=settings.notice_line_bytes_max)
+                    if not line.endswith(b"\n"):  # the end (a cut last line is dropped)
+                        log.info("notice stream ended", extra={"url": self._url})
+                        return
+                    silence.reschedule(loop.time() + silence_s)
+                    if self._feed.line(line) == "snapshot":
+                        self._snapshot_seen = True
 
     def _delay_s(self, failures: int) -> float:
         settings = self._settings

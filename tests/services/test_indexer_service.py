@@ -95,3 +95,21 @@ def test_a_slow_subscriber_is_dropped_not_buffered() -> None:
         return subscriber.dropped, hub.subscriber_count
 
     assert asyncio.run(scenario()) == (True, 0)
+
+
+def test_a_subscriber_takes_every_waiting_line_as_one_chunk_then_heartbeats() -> None:
+    async def scenario() -> list[tuple[bytes, bool]]:
+        hub = NoticeHub(batch_latency_ms=1, subscriber_lines_max=100, snapshot=list)
+        subscriber = hub.subscribe()
+        hub.add({("T", 0): 1})  # quiet: out at once, behind the snapshot
+        taken = [await subscriber.take(5.0, idle_line=b"idle\n")]
+        taken.append(await subscriber.take(0.01, idle_line=b"idle\n"))  # nothing waits
+        hub.close()
+        taken.append(await subscriber.take(5.0, idle_line=b"idle\n"))
+        return taken
+
+    (chunk, ended), idle, end = asyncio.run(scenario())
+    assert not ended
+    assert [json.loads(line)["type"] for line in chunk.splitlines()] == ["snapshot", "advanced"]
+    assert idle == (b"idle\n", False)
+    assert end == (b"", True)

@@ -95,8 +95,10 @@ def test_without_a_stream_the_refresh_pass_wakes_held_pulls(store_dir: Path) -> 
     run(scenario)
 
 
-def _fake_indexer(lines_per_connection: list[list[dict[str, object]]]) -> web.Application:
-    """Serves each connection its list of notice lines, then ends (the last one stays open)."""
+def _fake_indexer(lines_per_connection: list[list[dict[str, object]]], *,
+                  line_gap_s: float = 0.0) -> web.Application:
+    """Serves each connection its list of notice lines, `line_gap_s` apart, then ends (the
+    last one stays open)."""
     connections: list[int] = []
 
     async def notices(request: web.Request) -> web.StreamResponse:
@@ -104,7 +106,9 @@ def _fake_indexer(lines_per_connection: list[list[dict[str, object]]]) -> web.Ap
         await response.prepare(request)
         index = min(len(connections), len(lines_per_connection) - 1)
         connections.append(index)
-        for line in lines_per_connection[index]:
+        for at, line in enumerate(lines_per_connection[index]):
+            if at and line_gap_s:
+                await asyncio.sleep(line_gap_s)
             await response.write(json.dumps(line).encode() + b"\n")
         if len(connections) >= len(lines_per_connection):
             await asyncio.sleep(3600)  # the last stream stays open until the test ends
@@ -141,6 +145,29 @@ def test_the_stream_reconnects_and_takes_each_snapshot_as_the_truth(store_dir: P
                                 type="snapshot") == 2
             assert app[FEED].advanced({("S", 0): 3}) == 0  # nobody held; raises it again
             assert view.max_offset("S", 0) == 3
+
+    run(scenario)
+
+
+def test_a_stream_silent_past_its_bound_is_dropped_and_reconnected(store_dir: Path) -> None:
+    """Lines move the silence deadline on; none for `notice_silence_max_ms` ends the stream,
+    and the next one is followed from its snapshot."""
+    with MessageStore.open(store_dir, writer_config()) as writer:
+        assert writer.put(Message("S", 0, b"a")).ok
+
+    async def scenario() -> None:
+        # Each stream talks for 0.6 s, twice the bound, a line every 0.1 s, then falls silent.
+        talking = [{"type": "heartbeat"}] * 6
+        fake = _fake_indexer([[{"type": "snapshot", "queues": [["S", 0, 0, 1]]}, *talking]],
+                             line_gap_s=0.1)
+        async with _served(fake) as url, notifier_app(store_dir, settings(
+                indexer_url=url, refresh_interval_ms=3_600_000,
+                notice_silence_max_ms=300)) as (client, app, _):
+            await wait_until(lambda: len(fake[CONNECTIONS]) >= 2, timeout_s=10)
+            # Every line of the first stream arrived: it was not cut while it talked.
+            assert await metric(client, "mqstore_notices_received_total",
+                                type="heartbeat") >= 6
+            assert app[STATE].stream.connections_total >= 2
 
     run(scenario)
 
