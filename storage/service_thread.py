@@ -57,7 +57,7 @@ class ServiceThread:
     def stop(self, *, timeout_s: float = 30.0) -> None:
         """Ask the thread to finish; `shutdown_drain` runs on it before it ends."""
         self._stopping.set()
-        self._wake.set()
+        self.wakeup()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
             assert not self._thread.is_alive(), f"{self.name} did not stop in {timeout_s} s"

@@ -28,6 +28,7 @@ from .errors import StoreClosedError
 from .format.message import Message, PutResult, StoredMessage
 from .format.subscription import TagFilter
 from .log.flush import GroupCommitStats
+from .log.publisher import PositionsPublisher
 from .opening import OpenedStore, open_directory
 from .reads.get import GetResult
 from .reads.store_reads import StoreReads
@@ -73,7 +74,8 @@ class MessageStore:
         self._reads = StoreReads(
             config, find_segment=self._segment_list.find,
             log_range=lambda: (self.min_position, self.committed_position),
-            queue=indexer.queues.get if indexer is not None else _no_queue,
+            # The writer of a split deployment builds no consume queues.
+            queue=indexer.queues.get if indexer is not None else lambda _topic, _queue: None,
             index=indexer.index if indexer is not None else None)
         last = self._segment_list.last
         # Have the next segment ready before the first put (an empty follower's log starts
@@ -282,12 +284,9 @@ class MessageStore:
 
     def wait_dispatched(self, end_position: int | None = None, *, timeout_ms: int) -> bool:
         """Wait until the consume queues and the index hold every record below
-        `end_position` (a put's `PutResult.end_position`; default: everything put so far,
-        the written end); False if they did not within `timeout_ms` or dispatch failed.
-
-        Reads right after a put use this.  The target is the written end, not the
-        committed one: with the pool on, the commit service's next pass (woken here)
-        makes a put readable."""
+        `end_position` (a put's `PutResult.end_position`; default: the written end, not the
+        committed one: with the pool, the commit service's pass woken here makes a put
+        readable); False if they did not within `timeout_ms` or dispatch failed."""
         written = self.written_position
         target = written if end_position is None else end_position
         if target > written:
@@ -304,6 +303,11 @@ class MessageStore:
                 self._indexer.wake_dispatch()
             time.sleep(0.001)
         return True
+
+    @property
+    def positions_publisher(self) -> PositionsPublisher | None:
+        """For a put's caller that publishes itself (publisher.py); None with the pool."""
+        return self._wiring.publisher if self.pool is None else None
 
     def wake_dispatch(self) -> None:
         """Ask the embedded indexer for a pass now (the race API's reads use it)."""
@@ -393,8 +397,3 @@ class MessageStore:
             self._wiring.group_commit.fail_all()
         if self._wiring.transfer is not None:
             self._wiring.transfer.fail_all()
-
-
-def _no_queue(topic: str, queue_id: int) -> None:
-    """The writer of a split deployment builds no consume queues."""
-    return None

@@ -3,7 +3,8 @@
     put, put_batch, append_raw (CommitLog)
       └─ after an append(end) ─▶ commit service wakeup      pool on: once pages are due
       │                                                      (sync master: only at a roll)
-      ├───────────────────────▶ positions publisher wakeup  positions_publish_enabled
+      ├───────────────────────▶ positions publisher wakeup  positions_publish_enabled,
+      │                                                      unless the caller publishes
       └───────────────────────▶ on_readable()               a master: pool off, or a sync
                                                              master (its sender commits)
     commit service (pool on)
@@ -70,6 +71,7 @@ class Wiring:
     transfer: GroupTransferService | None
     retention: RetentionService
     checkpointer: LogCheckpointer
+    publisher: PositionsPublisher | None
     services: list[ServiceThread]
     """The log's services, in start (and stop) order; the indexer runs its own."""
 
@@ -126,7 +128,8 @@ def wire(directory: Path, config: StoreConfig, *, segment_list: SegmentList,
     return Wiring(commitlog=commitlog, allocator=allocator, pool=pool,
                   commit_service=commit_service, replication=replication,
                   acks=acks, group_commit=group_commit, transfer=transfer,
-                  retention=retention, checkpointer=checkpointer, services=services)
+                  retention=retention, checkpointer=checkpointer, publisher=publisher,
+                  services=services)
 
 
 def published_dispatched_position(directory: Path) -> Callable[[], int]:
@@ -160,7 +163,12 @@ def _after_append(config: StoreConfig, commit_service: CommitService | None,
             if config.role is BrokerRole.SYNC_MASTER else commit_service.wake_if_due))
     if publisher is not None:
         wake_publisher = publisher.wakeup
-        observers.append(lambda _end_position: wake_publisher())
+
+        def wake_unless_caller_publishes(_end_position: int) -> None:
+            if not publisher.caller_publishes:
+                wake_publisher()
+
+        observers.append(wake_unless_caller_publishes)
     if readable is not None and (commit_service is None
                                  or config.role is BrokerRole.SYNC_MASTER):
         observers.append(lambda _end_position: readable())

@@ -44,6 +44,7 @@ from mqstore.storage import (
     TopicNameError,
     validate_topic,
 )
+from mqstore.storage.log.publisher import PositionsPublisher
 
 MESSAGE_ILLEGAL = PutStatus.MESSAGE_ILLEGAL.value
 FOLLOWER_HTTP_STATUS = 403
@@ -90,6 +91,9 @@ class ProduceCore:
         """Sync flush or sync master: await the acknowledgement (the loop never blocks)."""
         self._completions: LoopCompletions | None = None
         """Made on the first waiting put, on the serving loop."""
+        self._publisher = store.positions_publisher
+        self._publish_scheduled = False
+        self._ring_timer: asyncio.TimerHandle | None = None
 
     def refuse_on_follower(self) -> None:
         """Before a request is read: a follower's log is only ever its master's."""
@@ -153,11 +157,39 @@ class ProduceCore:
     def put_now(self, messages: list[Message]) -> list[PutResult]:
         """`put` where it never waits (`puts_now`)."""
         assert not self._sync
-        store = self._store
-        results = [store.put(messages[0])] if len(messages) == 1 else \
-            store.put_batch(messages)
+        results = self._stored(messages)
         self._metrics.count_messages(results[0].status, len(results))
         return results
+
+    def _stored(self, messages: list[Message]) -> list[PutResult]:
+        """One put or one batch put that never waits.  Its positions are published on the
+        loop, once at the end of the loop turn for every put in it, rather than by waking
+        the publisher's thread per put (storage/log/publisher.py)."""
+        store = self._store
+        publisher = self._publisher
+        if publisher is None:
+            return [store.put(messages[0])] if len(messages) == 1 else \
+                store.put_batch(messages)
+        publisher.caller_publishes = True
+        try:
+            return [store.put(messages[0])] if len(messages) == 1 else \
+                store.put_batch(messages)
+        finally:
+            publisher.caller_publishes = False
+            if not self._publish_scheduled:
+                self._publish_scheduled = True
+                asyncio.get_running_loop().call_soon(self._publish, publisher)
+
+    def _publish(self, publisher: PositionsPublisher) -> None:
+        self._publish_scheduled = False
+        ring_in_s = publisher.publish_now()
+        if ring_in_s is not None and self._ring_timer is None:
+            self._ring_timer = asyncio.get_running_loop().call_later(
+                ring_in_s, self._ring_unrung, publisher)
+
+    def _ring_unrung(self, publisher: PositionsPublisher) -> None:
+        self._ring_timer = None
+        publisher.ring_unrung()
 
     async def put(self, messages: list[Message]) -> list[PutResult]:
         """Store checked and admitted `messages` (one put or one batch put) and count them;
@@ -177,8 +209,7 @@ class ProduceCore:
                 store.put_batch_callback(messages, deliver_batch)
                 results = await batch
         else:
-            results = [store.put(messages[0])] if len(messages) == 1 else \
-                store.put_batch(messages)
+            results = self._stored(messages)
         status = results[0].status
         assert results[-1].status is status, "a batch's results share one status"
         self._metrics.count_messages(status, len(results))

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from ..config import StoreConfig
 from ..files.checkpoint import Checkpoint
-from ..files.doorbell import DoorbellListener
+from ..files.doorbell import DoorbellReceiver
 from ..files.io import make_directories_durably
 from ..files.lockfile import AbortMarker, StoreLock
 from ..files.queue_offsets_file import read_queue_offsets
@@ -56,7 +56,8 @@ from ..log.reader import CommitLogReader
 from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 from ..store_sizes import embedded_config
-from .dispatcher import Dispatcher, DispatchService, Listener, StalledQueue
+from .dispatch_service import DispatchService
+from .dispatcher import Dispatcher, Listener, StalledQueue
 from .log_source import LogSource
 from .published_log import PublishedLog
 from .queue_sync import QueueSyncService
@@ -161,11 +162,10 @@ class Indexer:
         indexer._own = _OwnFiles(abort=abort, closers=closers)
         indexer.resume()
         abort.create()
-        indexer.start(listener=listener, on_fatal=None, catch_up=False)
-        doorbell = DoorbellListener.open(directory, indexer.wake_dispatch)
-        if doorbell is not None and indexer._dispatch is not None:
-            closers.append(doorbell.close)
-            indexer._dispatch.idle_wait_ms = indexer.config.dispatch_doorbell_poll_ms
+        doorbell = DoorbellReceiver.open(directory)
+        if doorbell is not None:
+            closers.append(doorbell.close)  # after the dispatch thread stopped (close)
+        indexer.start(listener=listener, on_fatal=None, catch_up=False, doorbell=doorbell)
         return indexer
 
     def cut_back(self, end_position: int) -> None:
@@ -218,15 +218,19 @@ class Indexer:
         return behind
 
     def start(self, *, listener: Listener | None, on_fatal: FatalHandler | None,
-              catch_up: bool) -> None:
+              catch_up: bool, doorbell: DoorbellReceiver | None = None) -> None:
         """Start dispatching (after catching up, if asked: RocketMQ's start() waits for
-        reput, so reads after open see every recovered message) and syncing."""
+        reput, so reads after open see every recovered message) and syncing.  `doorbell`:
+        the dispatch thread waits on the writer's rings (an indexer process)."""
         assert self._dispatch is None, "started twice"
         self._on_fatal_outer = on_fatal
         self._dispatch = DispatchService(self.dispatcher, self.config,
                                          committed_position=self._committed_position,
                                          min_position=lambda: self.min_position,
                                          listener=listener, on_fatal=self._on_fatal)
+        if doorbell is not None:
+            self._dispatch.wait_on(doorbell,
+                                   idle_wait_ms=self.config.dispatch_doorbell_poll_ms)
         if catch_up:
             self._dispatch.catch_up()
         self._services = [self._dispatch, QueueSyncService(self)]

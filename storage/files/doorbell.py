@@ -13,9 +13,9 @@ share the pod's network namespace, which holds abstract names, and the volume's 
         an empty datagram, non-blocking: a full queue means rings are pending already
         (nothing lost); no listener (ECONNREFUSED, ENOENT) means no indexer listens, and
         costs one system call
-    indexer (`DoorbellListener`, a thread)
-        blocks until a datagram arrives, reads every pending one (many rings, one wake-up),
-        and calls `on_ring` (the dispatch thread's wakeup)
+    indexer (`DoorbellReceiver`, waited on by the dispatch thread itself)
+        blocks until a datagram arrives or its poll interval passes, and reads every pending
+        one (many rings, one wake-up); the indexer's own wakeups are rings too
 
 Without it the indexer would have to poll `positions` every millisecond to see a put within a
 millisecond: ~10% of a core on an idle store.  With it, dispatch starts a pass as soon as
@@ -26,12 +26,12 @@ latency up to that poll, never a message, and a stranger's rings cost only extra
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
+import select
 import socket
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -72,20 +72,23 @@ class Doorbell:
         self._socket.close()
 
 
-class DoorbellListener:
-    """The indexer's end: binds the store's name and calls `on_ring` from its own thread.
-    `open` returns None (and logs why) when the name cannot be bound."""
+class DoorbellReceiver:
+    """The indexer's end: binds the store's name; the dispatch thread waits on it
+    (`wait`), so a ring wakes that thread itself, with no thread between.  In-process
+    wakeups (`wake`) are rings from within.  `open` returns None (and logs why) when the
+    name cannot be bound."""
 
-    def __init__(self, bound: socket.socket, on_ring: Callable[[], None]) -> None:
+    def __init__(self, bound: socket.socket) -> None:
+        bound.setblocking(False)
         self._socket = bound
-        self._on_ring = on_ring
-        self._stopping = False
-        self._thread = threading.Thread(target=self._listen, name="mqstore-doorbell",
-                                        daemon=True)
-        self._thread.start()
+        self._name = bound.getsockname()
+        self._poll = select.poll()
+        self._poll.register(bound, select.POLLIN)
+        self._waker = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        self._waker.setblocking(False)
 
     @classmethod
-    def open(cls, directory: Path, on_ring: Callable[[], None]) -> DoorbellListener | None:
+    def open(cls, directory: Path) -> DoorbellReceiver | None:
         bound = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
         try:
             bound.bind(doorbell_name(directory))
@@ -94,27 +97,30 @@ class DoorbellListener:
             log.warning("no dispatch doorbell for %s (%s): dispatch polls `positions` instead",
                         directory, error.strerror or error)
             return None
-        return cls(bound, on_ring)
+        return cls(bound)
 
-    def _listen(self) -> None:
+    def wait(self, timeout_ms: int) -> bool:
+        """Block until a ring or `timeout_ms`; read every pending ring (many rings, one
+        wake-up); True if rung.  One thread waits at a time (the dispatch thread)."""
+        if not self._poll.poll(timeout_ms):
+            return False
         receiver = self._socket
-        while not self._stopping:
-            receiver.recv(1)  # blocks until the first ring
-            receiver.setblocking(False)
-            try:
-                for _ in range(_RINGS_READ_MAX):
-                    receiver.recv(1)
-            except BlockingIOError:
-                pass  # drained
-            finally:
-                receiver.setblocking(True)
-            if not self._stopping:
-                self._on_ring()
+        try:
+            for _ in range(_RINGS_READ_MAX):
+                receiver.recv(1)
+        except BlockingIOError:
+            pass  # drained
+        return True
+
+    def pending(self) -> bool:
+        """Whether a ring waits unread."""
+        return bool(self._poll.poll(0))
+
+    def wake(self) -> None:
+        """Ring from this process (any thread); a full queue is a pending ring."""
+        with contextlib.suppress(BlockingIOError):
+            self._waker.sendto(b"", self._name)
 
     def close(self) -> None:
-        self._stopping = True
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as waker:
-            waker.sendto(b"", self._socket.getsockname())  # wakes the thread's recv
-        self._thread.join(5.0)
-        assert not self._thread.is_alive(), "the doorbell listener did not stop"
+        self._waker.close()
         self._socket.close()
