@@ -64,17 +64,7 @@ def _layouts() -> tuple[tuple[int, ...], ...]:
 def walk_extension() -> ModuleType:
     """The loaded and bound extension; ImportError, with the one-line remedy, if it is not
     built or was built from another version of its source."""
-    try:
-        from mqstore.storage.format import _walk  # noqa: PLC0415 (absent when disabled)
-    except ImportError as error:
-        raise ImportError(
-            f"mqstore's C extension mqstore.storage.format._walk is not built ({error}): "
-            f"run scripts/setup.sh, or set {compiled.ENVIRONMENT_VARIABLE}=1 for the "
-            f"pure-Python reference") from error
-    if _walk.ABI_VERSION != ABI_VERSION:
-        raise ImportError(
-            f"mqstore.storage.format._walk ({_walk.__file__}) is a stale build "
-            f"(ABI {_walk.ABI_VERSION}, expected {ABI_VERSION}): run scripts/setup.sh")
+    _walk = compiled.load("_walk", ABI_VERSION)
     _walk.bind(
         layout_items=LAYOUT_ITEMS, layouts=_layouts(),
         magics=(record.MAGIC_V1, record.MAGIC_V2),

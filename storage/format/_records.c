@@ -24,8 +24,7 @@
  * record.py passes every layout's field offsets, and `bind_check_record` checks that the
  * field kinds are the ones this file decodes (RECORD_FIELD_KINDS).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_extension_module.h"  /* Python.h, mmap_type, create_extension_module */
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
@@ -552,9 +551,6 @@ check_at(Checker *c, const Py_buffer *view, Py_ssize_t position, Py_ssize_t limi
     return check_message(c, view, position, left_bytes, expected_physical_offset, verify_crc,
                          delegate);
 }
-
-/* mmap.mmap, looked up when the module loads. */
-static PyTypeObject *mmap_type;
 
 /* A buffer whose slices, as the reference takes them, are its raw bytes. */
 static int
@@ -1708,30 +1704,5 @@ PyInit__records(void)
         || PyType_Ready(&PreparerType) < 0) {
         return NULL;
     }
-    if (mmap_type == NULL) {
-        PyObject *mmap_module = PyImport_ImportModule("mmap");
-        if (mmap_module == NULL) {
-            return NULL;
-        }
-        PyObject *type = PyObject_GetAttrString(mmap_module, "mmap");
-        Py_DECREF(mmap_module);
-        if (type == NULL) {
-            return NULL;
-        }
-        if (!PyType_Check(type)) {
-            Py_DECREF(type);
-            PyErr_SetString(PyExc_TypeError, "mmap.mmap is not a type");
-            return NULL;
-        }
-        mmap_type = (PyTypeObject *)type;  /* kept for the process's life */
-    }
-    PyObject *module = PyModule_Create(&records_module);
-    if (module == NULL) {
-        return NULL;
-    }
-    if (PyModule_AddIntConstant(module, "ABI_VERSION", ABI_VERSION) < 0) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return create_extension_module(&records_module, ABI_VERSION);
 }

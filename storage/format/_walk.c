@@ -21,8 +21,7 @@
  * `bind` is given every layout's field offsets, derived from record.RECORD_FIELDS, and the
  * property names and separators of storage/format/properties.py.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_extension_module.h"  /* Python.h, mmap_type, create_extension_module */
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
@@ -63,8 +62,6 @@ static struct {
     unsigned char property_separator, name_value_separator, key_separator;
     PyObject *decode_properties;  /* properties.decode_properties, for text that is not UTF-8 */
 } S;
-
-static PyTypeObject *mmap_type;
 
 static inline int32_t
 read_int32(const unsigned char *p)
@@ -1113,30 +1110,5 @@ static struct PyModuleDef walk_module = {
 PyMODINIT_FUNC
 PyInit__walk(void)
 {
-    if (mmap_type == NULL) {
-        PyObject *mmap_module = PyImport_ImportModule("mmap");
-        if (mmap_module == NULL) {
-            return NULL;
-        }
-        PyObject *type = PyObject_GetAttrString(mmap_module, "mmap");
-        Py_DECREF(mmap_module);
-        if (type == NULL) {
-            return NULL;
-        }
-        if (!PyType_Check(type)) {
-            Py_DECREF(type);
-            PyErr_SetString(PyExc_TypeError, "mmap.mmap is not a type");
-            return NULL;
-        }
-        mmap_type = (PyTypeObject *)type;  /* kept for the process's life */
-    }
-    PyObject *module = PyModule_Create(&walk_module);
-    if (module == NULL) {
-        return NULL;
-    }
-    if (PyModule_AddIntConstant(module, "ABI_VERSION", ABI_VERSION) < 0) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return create_extension_module(&walk_module, ABI_VERSION);
 }

@@ -25,6 +25,7 @@ are the reference's own for every input.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from functools import cache
@@ -51,22 +52,29 @@ EXTENSIONS_DISABLED = _extensions_disabled()
 """True when `MQSTORE_NO_EXTENSIONS=1`: every `pick` returns the reference."""
 
 
-@cache
-def extension() -> ModuleType:
-    """The loaded extension module; ImportError, with the one-line remedy, if it is not
-    built or was built from another version of its source."""
+def load(name: str, abi_version: int) -> ModuleType:
+    """The extension module `mqstore.storage.format.<name>`, checked to be built from the
+    source this code expects (its `ABI_VERSION`); ImportError, with the one-line remedy, if it
+    is not built or is a stale build."""
+    qualified = f"{__package__}.{name}"
     try:
-        from . import _records  # noqa: PLC0415 (imported on demand: absent when disabled)
+        module = importlib.import_module(qualified)
     except ImportError as error:
         raise ImportError(
-            f"mqstore's C extension mqstore.storage.format._records is not built ({error}): "
-            f"run scripts/setup.sh, or set {ENVIRONMENT_VARIABLE}=1 for the pure-Python "
+            f"mqstore's C extension {qualified} is not built ({error}): run "
+            f"scripts/setup.sh, or set {ENVIRONMENT_VARIABLE}=1 for the pure-Python "
             f"reference") from error
-    if _records.ABI_VERSION != ABI_VERSION:
+    if abi_version != module.ABI_VERSION:
         raise ImportError(
-            f"mqstore.storage.format._records ({_records.__file__}) is a stale build "
-            f"(ABI {_records.ABI_VERSION}, expected {ABI_VERSION}): run scripts/setup.sh")
-    return _records
+            f"{qualified} ({module.__file__}) is a stale build (ABI {module.ABI_VERSION}, "
+            f"expected {abi_version}): run scripts/setup.sh")
+    return module
+
+
+@cache
+def extension() -> ModuleType:
+    """The loaded `_records` extension (`load`)."""
+    return load("_records", ABI_VERSION)
 
 
 def compiled_twin(reference: F) -> F:

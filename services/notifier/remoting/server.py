@@ -41,7 +41,8 @@ import functools
 import itertools
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from mqstore.services.common.links.forward_wire import ForwardAnswer, ForwardRequest
 from mqstore.services.common.links.framing import (
@@ -180,11 +181,14 @@ class RemotingServer:
             while (payload := await stream.read_frame()) is not None:
                 request = decode(payload)
                 await slots.acquire()
-                if request.code in SEND_CODES and self._send_inline(request, stream, peer,
-                                                                    slots.release):
-                    await stream.settle()
-                    continue
-                handling = asyncio.create_task(self._handle(request, stream, peer))
+                if request.code in SEND_CODES and not request.is_response:
+                    later = self._send_inline(request, stream, peer, slots.release)
+                    if later is None:
+                        await stream.settle()
+                        continue
+                else:
+                    later = self._handle(request, stream, peer)
+                handling = asyncio.create_task(later)
                 pending.add(handling)
                 handling.add_done_callback(pending.discard)
                 handling.add_done_callback(lambda _: slots.release())
@@ -200,14 +204,13 @@ class RemotingServer:
                 await stream.write(encode(answer))
 
     def _send_inline(self, request: Command, stream: FramedStream, peer: Peer,
-                     release: Callable[[], None]) -> bool:
+                     release: Callable[[], None]) -> Coroutine[Any, Any, None] | None:
         """A send, handled without a task: checked and forwarded here, answered from the
-        writer's answer's callback.  False (the task path takes it) when the link cannot
-        take it now (not connected, or its buffer is full)."""
+        writer's answer's callback (then `release`); None.  When the link cannot take it
+        now (not connected, or its buffer is full), the coroutine that forwards the
+        checked send once it can, for the caller to run as a task (which releases)."""
         front = self.front
         try:
-            if request.is_response:
-                return False
             if front.access is not None:
                 front.access.check(request, peer.address)
             forward = send.forward_of(front, request, peer)
@@ -215,26 +218,44 @@ class RemotingServer:
         except RemotingError as error:
             self._reply(request, request.answer(error.code, remark=error.remark), stream)
             release()
-            return True
+            return None
         if future is None:
-            return False
+            return self._send_later(request, forward, stream)
         future.add_done_callback(functools.partial(self._sent, request, forward, stream,
                                                    release))
-        return True
+        return None
+
+    async def _send_later(self, request: Command, forward: ForwardRequest,
+                          stream: FramedStream) -> None:
+        outcome: ForwardAnswer | Exception
+        try:
+            outcome = await self.front.link.send(forward)
+        except Exception as error:  # answered as the inline path answers it
+            outcome = error
+        self._reply(request, self._send_answer(request, forward, outcome), stream)
 
     def _sent(self, request: Command, forward: ForwardRequest, stream: FramedStream,
               release: Callable[[], None], future: asyncio.Future[ForwardAnswer]) -> None:
         release()
         if future.cancelled():
             return  # the front stops
+        outcome = future.exception()
+        self._reply(request, self._send_answer(
+            request, forward, future.result() if outcome is None else outcome), stream)
+
+    def _send_answer(self, request: Command, forward: ForwardRequest,
+                     outcome: ForwardAnswer | BaseException) -> Command:
+        """The client's answer to a forwarded send: the writer's answer, or why there is
+        none (a refusal's code, or SYSTEM_ERROR: a bug answers, never hangs the client)."""
         try:
-            answer = send.answer_of(self.front, request, forward, future.result())
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return send.answer_of(self.front, request, forward, outcome)
         except RemotingError as error:
-            answer = request.answer(error.code, remark=error.remark)
-        except Exception as error:  # a bug answers, never hangs the client
+            return request.answer(error.code, remark=error.remark)
+        except Exception as error:
             log.exception("request code %d failed", request.code)
-            answer = request.answer(SYSTEM_ERROR, remark=f"{type(error).__name__}: {error}")
-        self._reply(request, answer, stream)
+            return request.answer(SYSTEM_ERROR, remark=f"{type(error).__name__}: {error}")
 
     def _reply(self, request: Command, answer: Command, stream: FramedStream) -> None:
         """Write an answer from a callback: now, or from a task if the buffer is full."""
