@@ -117,8 +117,9 @@ class DoorbellReceiver:
         return bool(self._poll.poll(0))
 
     def wake(self) -> None:
-        """Ring from this process (any thread); a full queue is a pending ring."""
-        with contextlib.suppress(BlockingIOError):
+        """Ring from this process (any thread); a full queue is a pending ring, and a
+        receiver already closed has no thread left to wake."""
+        with contextlib.suppress(OSError):
             self._waker.sendto(b"", self._name)
 
     def close(self) -> None:

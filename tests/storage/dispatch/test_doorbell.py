@@ -164,3 +164,10 @@ def test_a_caller_that_publishes_its_puts_itself_neither_wakes_the_thread_nor_de
         time.sleep(ring_in_s)
         publisher.ring_unrung()
         wait_dispatched(indexer, result.physical_offset + result.size_bytes, timeout_s=GUARD_S)
+
+
+def test_a_wake_after_the_receiver_closed_is_nothing(tmp_path: Path) -> None:
+    receiver = DoorbellReceiver.open(tmp_path)
+    assert receiver is not None
+    receiver.close()
+    receiver.wake()  # a late wakeup from the indexer's process: no thread to wake, no error
