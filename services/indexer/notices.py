@@ -35,8 +35,9 @@ class Subscriber:
     async def take(self, wait_s: float, *, idle_line: bytes) -> tuple[bytes, bool]:
         """Every line waiting, as one chunk, and whether the stream ends after it.  With
         none waiting, waits up to `wait_s` for one, then answers `idle_line` (the
-        heartbeat).  One write per wakeup, and no task per line: at a notice per message
-        the stream's own overhead was a third of the notifier's time."""
+        heartbeat).  One write per wakeup, and no task per line (at a notice per message
+        the notifier's side of the stream took ~30% of its time, and a task per line was
+        ~40% of that)."""
         lines = self.lines
         if lines.empty():
             try:

@@ -10,7 +10,7 @@ per put.
 
 A caller on the put path may publish itself instead (`caller_publishes`, then `publish_now`,
 and `ring_unrung` when that says): the writer service does, from its event loop, once per
-loop turn that put something.  At one put per millisecond the thread's wakeup was a third
+loop turn that put something.  At one put per millisecond the thread's wakeup was a fifth
 of the writer's CPU (the wake, and the interpreter lock handed to the thread and back);
 publishing in place costs the publish alone.  The thread still heartbeats and republishes
 what moves later (the flush).
