@@ -167,18 +167,17 @@ class ProduceCore:
         the publisher's thread per put (storage/log/publisher.py)."""
         store = self._store
         publisher = self._publisher
-        if publisher is None:
-            return [store.put(messages[0])] if len(messages) == 1 else \
-                store.put_batch(messages)
-        publisher.caller_publishes = True
+        if publisher is not None:
+            publisher.caller_publishes = True
         try:
             return [store.put(messages[0])] if len(messages) == 1 else \
                 store.put_batch(messages)
         finally:
-            publisher.caller_publishes = False
-            if not self._publish_scheduled:
-                self._publish_scheduled = True
-                asyncio.get_running_loop().call_soon(self._publish, publisher)
+            if publisher is not None:
+                publisher.caller_publishes = False
+                if not self._publish_scheduled:
+                    self._publish_scheduled = True
+                    asyncio.get_running_loop().call_soon(self._publish, publisher)
 
     def _publish(self, publisher: PositionsPublisher) -> None:
         self._publish_scheduled = False
