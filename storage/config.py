@@ -17,9 +17,10 @@ from .config_checks import (
     check_positive,
     check_race,
     check_ratios,
+    check_record_fits,
     check_role,
 )
-from .errors import ConfigError
+from .format.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevels
 from .format.hosts import parse_host
 from .roles import BrokerRole
 
@@ -283,6 +284,10 @@ class StoreConfig:
     index_query_results_max: int = 64
     """`maxMsgsNumBatch`: the most messages one key query returns."""
 
+    message_delay_levels: str = DEFAULT_DELAY_LEVELS
+    """`messageDelayLevel`: the delay of each level 1..N (format/delay_levels.py); the
+    indexer stamps schedule entries with their due time by it, the writer delivers by it."""
+
     # -- retention -------------------------------------------------------------------------------
     file_retention_hours: int = 72
     """`fileReservedTime`: a segment last written longer ago than this may be deleted."""
@@ -343,22 +348,8 @@ class StoreConfig:
                             "preallocate_ahead_count", "queue_flush_pages_min")
         check_multiples(self, page_size_bytes=PAGE_SIZE_BYTES)
         check_name_and_property_sizes(self)
-        # The largest record plus the 8-byte BLANK reserve must fit into one segment.
-        record_bytes_max = (RECORD_FIXED_BYTES_MAX + self.message_body_size_bytes_max
-                            + self.topic_size_bytes_max + self.properties_size_bytes_max)
-        if record_bytes_max + 8 > self.segment_size_bytes:
-            raise ConfigError(
-                f"a record of message_body_size_bytes_max={self.message_body_size_bytes_max} "
-                f"with topic and properties at their maxima is {record_bytes_max} bytes, which "
-                f"with the 8-byte BLANK reserve does not fit in segment_size_bytes="
-                f"{self.segment_size_bytes}; lower the maxima or raise the segment size")
-        if self.put_batch_size_bytes_max + 8 > self.segment_size_bytes:
-            raise ConfigError(f"put_batch_size_bytes_max={self.put_batch_size_bytes_max} plus "
-                              f"the 8-byte BLANK reserve must fit in segment_size_bytes="
-                              f"{self.segment_size_bytes}")
-        if self.put_batch_size_bytes_max < record_bytes_max:
-            raise ConfigError(f"put_batch_size_bytes_max={self.put_batch_size_bytes_max} must "
-                              f"hold at least one largest record ({record_bytes_max} bytes)")
+        check_record_fits(self, record_fixed_bytes_max=RECORD_FIXED_BYTES_MAX)
+        DelayLevels.parse(self.message_delay_levels)
         parse_host(self.store_host, setting="store_host")
         check_race(self)
         check_role(self)

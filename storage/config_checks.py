@@ -90,3 +90,23 @@ def check_role(config: StoreConfig) -> None:
     if config.role is BrokerRole.FOLLOWER and config.group_commit_align_bytes:
         raise ConfigError("role=follower with group_commit_align_bytes: a follower's log is the "
                           "master's byte for byte, so it cannot add filler records")
+
+
+def check_record_fits(config: StoreConfig, *, record_fixed_bytes_max: int) -> None:
+    """The largest record plus the 8-byte BLANK reserve fits into one segment, and one batch
+    put holds at least one such record."""
+    record_bytes_max = (record_fixed_bytes_max + config.message_body_size_bytes_max
+                        + config.topic_size_bytes_max + config.properties_size_bytes_max)
+    if record_bytes_max + 8 > config.segment_size_bytes:
+        raise ConfigError(
+            f"a record of message_body_size_bytes_max={config.message_body_size_bytes_max} "
+            f"with topic and properties at their maxima is {record_bytes_max} bytes, which "
+            f"with the 8-byte BLANK reserve does not fit in segment_size_bytes="
+            f"{config.segment_size_bytes}; lower the maxima or raise the segment size")
+    if config.put_batch_size_bytes_max + 8 > config.segment_size_bytes:
+        raise ConfigError(f"put_batch_size_bytes_max={config.put_batch_size_bytes_max} plus "
+                          f"the 8-byte BLANK reserve must fit in segment_size_bytes="
+                          f"{config.segment_size_bytes}")
+    if config.put_batch_size_bytes_max < record_bytes_max:
+        raise ConfigError(f"put_batch_size_bytes_max={config.put_batch_size_bytes_max} must "
+                          f"hold at least one largest record ({record_bytes_max} bytes)")

@@ -44,6 +44,7 @@ from mqstore.services.common.links.forward_secret import (
 )
 from mqstore.services.common.links.forward_wire import (
     KIND_BATCH,
+    KIND_ROUTED,
     ForwardAnswer,
     ForwardRequest,
     decode_request,
@@ -180,8 +181,12 @@ class ForwardServer:
         try:
             core.refuse_on_follower()
             messages = self._messages(request)
-            core.check(messages, where="message", batch=request.kind == KIND_BATCH)
-            core.admit((request.topic,), send_back=_is_send_back(request))
+            batch = request.kind == KIND_BATCH
+            core.check(messages, where="message", batch=batch)
+            routed = request.kind == KIND_ROUTED
+            core.admit((request.topic,), send_back=routed or _is_send_back(request),
+                       routed=routed)
+            messages = core.delayed(messages, batch=batch)
         except WireFormatError as error:
             return ForwardAnswer(request.request_id, PutStatus.MESSAGE_ILLEGAL.value, [],
                                  str(error))

@@ -66,7 +66,7 @@ class WriterHandlers:
         self._core.check_topic(topic, where="topic")
         wire = wire_message_from_json(document, topic=topic, where="message")
         messages = messages_from_wire(self._core, [wire], where="message", batch=False)
-        results = await self._put(messages, topics=(topic,))
+        results = await self._put(messages, topics=(topic,), batch=False)
         return json_response(_result_json(results[0], messages[0].queue_id),
                              http_status=SUCCESS_HTTP_STATUS[results[0].status])
 
@@ -86,7 +86,7 @@ class WriterHandlers:
         wires = [wire_message_from_json(item, topic=topic, where=f"messages[{index}]")
                  for index, item in enumerate(items)]
         messages = messages_from_wire(self._core, wires, where="messages", batch=True)
-        results = await self._put(messages, topics=(topic,))
+        results = await self._put(messages, topics=(topic,), batch=True)
         return self._json_results(messages, results)
 
     async def put_batch(self, request: web.Request) -> web.Response:
@@ -101,7 +101,7 @@ class WriterHandlers:
         require(request, [topic(name, Perm.PUB) for name in sorted({w.topic for w in wires})])
         messages = messages_from_wire(self._core, wires, where="message", batch=True)
         results = await self._put(messages, topics=dict.fromkeys(
-            [message.topic for message in messages]))
+            [message.topic for message in messages]), batch=True)
         if RESULT_MEDIA_TYPE not in request.headers.get("Accept", ""):
             return self._json_results(messages, results)
         rows = [(result.status.value, message.queue_id, result.queue_offset,
@@ -114,13 +114,14 @@ class WriterHandlers:
                             content_type=RESULT_MEDIA_TYPE)
 
     # -- helpers ----------------------------------------------------------------------------
-    async def _put(self, messages: list[Message], *,
-                   topics: Iterable[str]) -> list[PutResult]:
+    async def _put(self, messages: list[Message], *, topics: Iterable[str],
+                   batch: bool) -> list[PutResult]:
         """Store `messages` (one put or one batch put) of the distinct `topics`; raise the
         refusal if nothing was stored.  A batch's results share one status (the store is
-        all or nothing)."""
+        all or nothing).  The answer names the queue each message asked for, also for one
+        that waits in the schedule topic (`ProduceCore.delayed`)."""
         self._core.admit(topics)
-        results = await self._core.put(messages)
+        results = await self._core.put(self._core.delayed(messages, batch=batch))
         status = results[0].status
         if status not in SUCCESS_HTTP_STATUS:
             raise refusal(status, results[0].reason, store=self._store,

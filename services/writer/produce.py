@@ -12,6 +12,8 @@ steps, so a rule holds on every door or on none:
              topic per request: services/common/topics/queue_choice.py)
     admit    the topic rules (topic_gate.py): system, `%RETRY%` and `%DLQ%` topics, deleted
              topics, `topics.auto_create` and `topics.topics_max`
+    delayed  a message asking for a delay level is stored in the schedule topic instead
+             (delayed_puts.py; delivered back by delay_schedule.py)
     put      one put or one batch put; under sync flush or a sync master the put awaits its
              acknowledgement without blocking the loop (completions.py); counted in the
              writer's metrics
@@ -33,6 +35,7 @@ from mqstore.services.common.http.answers import ServiceError
 from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.common.topics.queue_choice import RoundRobinQueues
 from mqstore.services.writer.completions import LoopCompletions
+from mqstore.services.writer.delayed_puts import DelayedBatchError, scheduled
 from mqstore.services.writer.metrics import WriterMetrics
 from mqstore.services.writer.topic_gate import TopicGate
 from mqstore.storage import (
@@ -44,6 +47,7 @@ from mqstore.storage import (
     TopicNameError,
     validate_topic,
 )
+from mqstore.storage.format.delay_levels import DelayLevels
 from mqstore.storage.log.publisher import PositionsPublisher
 
 MESSAGE_ILLEGAL = PutStatus.MESSAGE_ILLEGAL.value
@@ -84,6 +88,7 @@ class ProduceCore:
         self._batch_size_bytes_max = config.put_batch_size_bytes_max
         self._batch_messages_max = settings.batch_messages_max
         self._queue_count = settings.topic_queue_count
+        self.delay_levels = DelayLevels.parse(config.message_delay_levels)
         self.queues = RoundRobinQueues(queue_count=settings.topic_queue_count)
         self.master = master if config.role is BrokerRole.FOLLOWER else None
         """A follower's master (its writer refuses every produce), else None."""
@@ -142,11 +147,20 @@ class ProduceCore:
                           http_status=413)
         return queue_ids
 
-    def admit(self, topics: Iterable[str], *, send_back: bool = False) -> None:
+    def admit(self, topics: Iterable[str], *, send_back: bool = False,
+              routed: bool = False) -> None:
         """The topic rules (topic_gate.py) for the distinct `topics` of one request."""
-        refused = self.gate.admit(topics, send_back=send_back)
+        refused = self.gate.admit(topics, send_back=send_back, routed=routed)
         if refused is not None:
             raise ProduceRefusal(refused.http_status, refused.status, refused.reason)
+
+    def delayed(self, messages: list[Message], *, batch: bool) -> list[Message]:
+        """Checked and admitted `messages` as they are stored: one asking for a delay level
+        goes to the schedule topic to wait (delayed_puts.py); a batch asking refused."""
+        try:
+            return scheduled(messages, self.delay_levels, batch=batch)
+        except DelayedBatchError as error:
+            raise illegal(str(error)) from None
 
     @property
     def puts_now(self) -> bool:

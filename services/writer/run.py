@@ -26,6 +26,7 @@ from mqstore.services.common.process.loops import run_service
 from mqstore.services.common.settings.config_file import ServiceConfig
 from mqstore.services.common.settings.tls import client_context, server_context
 from mqstore.services.writer.app import PRODUCE, STATE, create_app
+from mqstore.services.writer.delay_schedule import DelaySchedule
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_master import ReplicationServer
@@ -99,6 +100,7 @@ async def _serve(config: ServiceConfig) -> int:
     try:
         client = None
         forward = None
+        schedule = None
         if server is not None:
             await server.start(store)
         else:
@@ -112,6 +114,9 @@ async def _serve(config: ServiceConfig) -> int:
                 settings.forward_enabled and client is None) else None
             if forward is not None:
                 await forward.start(data_dir=config.data_dir)
+            if settings.delay_enabled and client is None:
+                schedule = DelaySchedule(app[PRODUCE], store, settings)
+                schedule.start()
 
             def on_stopping() -> None:
                 app[STATE].stopping = True
@@ -124,6 +129,8 @@ async def _serve(config: ServiceConfig) -> int:
                                  "flush_mode": config.store.flush_mode.value,
                                  "role": store.config.role.value, "config": config.source})
         finally:
+            if schedule is not None:
+                await schedule.stop()
             if forward is not None:
                 await forward.close()
             if server is not None:
@@ -132,6 +139,8 @@ async def _serve(config: ServiceConfig) -> int:
                 await client.close()
     finally:
         store.close()
+        if schedule is not None:
+            schedule.persist_after_close(clean=store.failure is None)
     failure = store.failure
     log.info("stopped", extra={"clean": failure is None, "failure": failure})
     return 0 if failure is None else 1

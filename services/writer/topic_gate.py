@@ -7,6 +7,8 @@ through the forward listener), so the topic rules live here and hold on both fro
 |----------------------------------------------------|---------------------|-------------------|
 | a system topic, `%DLQ%`, or a                      | 403 NO_PERMISSION   | 16 NO_PERMISSION  |
 | `%RETRY%` topic outside a consumer's send-back     |                     |                   |
+| (the front's own routing of a send-back may write  |                     |                   |
+| both: forward kind 2)                              |                     |                   |
 | a topic deleted (`config/topics.json`)             | 404 TOPIC_NOT_EXIST | 17                |
 | a new topic with `topics.auto_create` off          | 404 TOPIC_NOT_EXIST | 17                |
 | a new topic past `topics.topics_max`               | 404 TOPIC_NOT_EXIST | 17                |
@@ -70,9 +72,11 @@ class TopicGate:
     def known_count(self) -> int:
         return len(self._known)
 
-    def admit(self, topics: Iterable[str], *, send_back: bool = False) -> TopicRefusal | None:
+    def admit(self, topics: Iterable[str], *, send_back: bool = False,
+              routed: bool = False) -> TopicRefusal | None:
         """Check the distinct `topics` of one request; None admits them all (and counts the
-        new ones), else the first refusal, and nothing is counted."""
+        new ones), else the first refusal, and nothing is counted.  `routed`: the remoting
+        front routed the message to a retry or dead letter topic itself (rules.py)."""
         listed = self._file.current()
         new: list[str] = []
         for topic in topics:
@@ -81,7 +85,7 @@ class TopicGate:
                                                      f"again to write it")
             if topic in self._writable:
                 continue
-            why = system_topic_refusal(topic, send_back=send_back)
+            why = system_topic_refusal(topic, send_back=send_back, routed=routed)
             if why is not None:
                 return TopicRefusal(NO_PERMISSION, why)
             if topic not in self._known:

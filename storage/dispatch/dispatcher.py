@@ -46,6 +46,12 @@ from typing import Protocol
 
 from ..errors import StoreError
 from ..format import record
+from ..format.delay_levels import (
+    DEFAULT_DELAY_LEVELS,
+    SCHEDULE_TOPIC,
+    DelayLevels,
+    level_of,
+)
 from ..format.java_hash import java_string_hash
 from ..format.padding import PADDING_TOPIC_BYTES
 from ..format.properties import (
@@ -110,9 +116,13 @@ class Dispatcher:
     def __init__(self, reader: CommitLogReader, queues: ConsumeQueues, *,
                  index: IndexBuilder | None, dispatched_position: int,
                  records_per_pass_max: int, index_tags: bool = True,
-                 only_queues: frozenset[QueueKey] | None = None) -> None:
-        """`only_queues`: put entries into these queues only (a replay of stalled queues)."""
+                 only_queues: frozenset[QueueKey] | None = None,
+                 delay_levels: DelayLevels | None = None) -> None:
+        """`only_queues`: put entries into these queues only (a replay of stalled queues).
+        `delay_levels`: the table schedule entries' due times are taken from (RocketMQ's
+        default table when None)."""
         self._reader = reader
+        self.delay_levels = delay_levels or DelayLevels.parse(DEFAULT_DELAY_LEVELS)
         self._queues = queues
         self._index = index
         self.dispatched_position = dispatched_position
@@ -219,7 +229,11 @@ class Dispatcher:
                 key not in self.stalled_queues and \
                 (self.only_queues is None or key in self.only_queues):
             try:
-                if self._put_entry(head, topic, tags):
+                tags_code = _tags_code(tags) if tags else 0
+                if topic == SCHEDULE_TOPIC:  # a delayed message: the entry says when it is due
+                    tags_code = self.delay_levels.due_ms(head.store_timestamp_ms,
+                                                         level_of(properties))
+                if self._put_entry(head, topic, tags_code):
                     notices[key] = head.queue_offset + 1
             except OSError as error:
                 if error.errno in DISK_FULL_ERRNOS:
@@ -245,7 +259,7 @@ class Dispatcher:
         self.last_store_timestamp_ms = head.store_timestamp_ms
         self.records_dispatched_total += 1
 
-    def _put_entry(self, head: record.RecordHead, topic: str, tags: str | None) -> bool:
+    def _put_entry(self, head: record.RecordHead, topic: str, tags_code: int) -> bool:
         """The record's consume queue entry (and damaged entries before it for a hole that
         damage explains); True if the queue took it."""
         queue = self._queues.get_or_create(topic, head.queue_id)
@@ -262,8 +276,7 @@ class Dispatcher:
             elif queue.files and self.only_queues is None:
                 self._fill_hole(queue, head)
         return queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
-                         tags_code=_tags_code(tags) if tags else 0,
-                         queue_offset=head.queue_offset)
+                         tags_code=tags_code, queue_offset=head.queue_offset)
 
     def _fill_hole(self, queue: ConsumeQueue, head: record.RecordHead) -> None:
         """Offsets [queue end, this record's) have no record in the log and no damage
@@ -297,6 +310,7 @@ class Dispatcher:
         start = max(min_position, min(s.physical_offset for s in stalled.values()))
         replay = Dispatcher(self._reader, self._queues, index=None, dispatched_position=start,
                             records_per_pass_max=self.records_per_pass_max,
+                            delay_levels=self.delay_levels,
                             only_queues=frozenset(stalled))
         replay.damage.extend(self.damage)
         notices: dict[QueueKey, int] = {}

@@ -50,6 +50,7 @@ from ..files.lockfile import AbortMarker, StoreLock
 from ..files.queue_offsets_file import read_queue_offsets
 from ..files.watermarks import DispatchedFile
 from ..format import volume
+from ..format.delay_levels import DelayLevels
 from ..format.record_scan import Damage
 from ..index.index_service import IndexService
 from ..log.reader import CommitLogReader
@@ -114,7 +115,8 @@ class Indexer:
         self.dispatcher = Dispatcher(self.reader, self.queues, index=self.index,
                                      dispatched_position=0,
                                      records_per_pass_max=config.dispatch_records_per_pass_max,
-                                     index_tags=self.index_tags)
+                                     index_tags=self.index_tags,
+                                     delay_levels=DelayLevels.parse(config.message_delay_levels))
         self._dispatch: DispatchService | None = None
         self._own: _OwnFiles | None = None
         """`Indexer.open`'s: the process's abort marker and what closes with it."""

@@ -74,9 +74,13 @@ class QueueInfo(NamedTuple):
 class StoreView:
     """Use `StoreView.open(directory, config)`; `close()` when done."""
 
-    def __init__(self, directory: Path, config: StoreConfig) -> None:
+    def __init__(self, directory: Path, config: StoreConfig, *,
+                 topics: AbstractSet[str] | None = None) -> None:
+        """`topics`: look for queues of these topics only (the writer's delay schedule reads
+        one topic); None: of every topic on the volume."""
         self.directory = directory
         self.config = config
+        self._only_topics = topics
         self.log = LogView(directory / COMMITLOG_DIRECTORY,
                            segment_size_bytes=config.segment_size_bytes)
         self.index = (IndexReader(directory / INDEX_DIRECTORY,
@@ -101,9 +105,10 @@ class StoreView:
         """Why `positions` or `dispatched` could not be read at the last attempt, or None."""
 
     @classmethod
-    def open(cls, directory: str | Path, config: StoreConfig | None = None) -> StoreView:
+    def open(cls, directory: str | Path, config: StoreConfig | None = None, *,
+             topics: AbstractSet[str] | None = None) -> StoreView:
         """A view of `directory` (which may not hold anything yet), refreshed once."""
-        view = cls(Path(directory), config or embedded_config(Path(directory)))
+        view = cls(Path(directory), config or embedded_config(Path(directory)), topics=topics)
         try:
             view.refresh()
         except BaseException:
@@ -269,7 +274,9 @@ class StoreView:
         root = self.directory / CONSUME_QUEUE_DIRECTORY
         if not root.is_dir():
             return
-        for topic_directory in root.iterdir():
+        topic_directories = root.iterdir() if self._only_topics is None else (
+            root / topic for topic in sorted(self._only_topics))
+        for topic_directory in topic_directories:
             if not topic_directory.is_dir():
                 continue
             for queue_directory in topic_directory.iterdir():

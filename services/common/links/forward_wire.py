@@ -10,7 +10,9 @@ Request, a 42-byte head then its variable parts in head order:
     offset  size  field
     0       4     length             u32, bytes after this field
     4       4     request id         u32, echoed by the answer
-    8       1     kind               0 = one message, 1 = a RocketMQ batch body
+    8       1     kind               0 = one message, 1 = a RocketMQ batch body, 2 = one
+                                     message the front routed to a `%RETRY%` or `%DLQ%`
+                                     topic itself (a consumer's send-back)
     9       4     queue id           i32
     13      4     sysflag            i32, the client's (compression, transaction bits)
     17      4     flag               i32, the user flag (a batch: each entry has its own)
@@ -46,6 +48,7 @@ assert RESULT.size == 24
 LENGTH_SIZE = 4
 KIND_SINGLE = 0
 KIND_BATCH = 1
+KIND_ROUTED = 2
 
 
 class ForwardRequest(NamedTuple):
@@ -90,8 +93,8 @@ def decode_request(frame: bytes) -> ForwardRequest:
                               f"{fixed}-byte head")
     (_, request_id, kind, queue_id, sysflag, flag, born_ms, reconsume, host_length,
      topic_length, properties_length, _) = REQUEST_HEAD.unpack(b"\0\0\0\0" + frame[:fixed])
-    if kind not in (KIND_SINGLE, KIND_BATCH):
-        raise WireFormatError(f"forward request {request_id}: kind {kind} is not 0 or 1")
+    if kind not in (KIND_SINGLE, KIND_BATCH, KIND_ROUTED):
+        raise WireFormatError(f"forward request {request_id}: kind {kind} is not 0, 1 or 2")
     position = fixed
     parts = []
     for size in (host_length, topic_length, properties_length):

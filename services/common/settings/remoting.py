@@ -149,6 +149,11 @@ class RemotingSettings:
     and its buffer dropped.  RocketMQ clients read as answers arrive; one that has read
     nothing for 30 s has passed every timeout of its own (pulls: 30 s)."""
 
+    retry_max_times: int = 16
+    """A consumer group's `retryMaxTimes`: deliveries after the first before a failed message
+    goes to the group's dead letter queue, when the client does not say (RocketMQ's clients
+    send their `maxReconsumeTimes`, 16 by default; services/notifier/remoting/retries.py)."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be in 0..65535")
@@ -160,7 +165,7 @@ class RemotingSettings:
                      "heartbeat_groups_max", "notify_debounce_ms", "lock_expiry_ms",
                      "offsets_flush_interval_ms", "idle_timeout_ms",
                      "frame_read_timeout_ms", "write_buffer_bytes_max",
-                     "write_drain_timeout_ms"):
+                     "write_drain_timeout_ms", "retry_max_times"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if self.frame_size_bytes_max < 64 * 1024:

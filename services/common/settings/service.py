@@ -144,13 +144,31 @@ class WriterSettings(ServiceSettings):
     one more is admitted by closing the connection whose handshake or frame has been open
     longest, so unauthenticated connections cannot lock the front out."""
 
+    delay_enabled: bool = True
+    """Deliver delay-level messages when they are due (services/writer/delay_schedule.py; a
+    master's writer only).  Off, they wait in SCHEDULE_TOPIC_XXXX."""
+
+    delay_pass_interval_ms: int = 100
+    """Between two passes of the delay schedule over every level (RocketMQ: 100 ms): how
+    late past its due time a delayed message may be put back, at most."""
+
+    delay_deliveries_per_pass_max: int = 2000
+    """Delayed messages one pass puts back, over all levels: the schedule's share of the
+    writer's loop.  20,000 a second at the default interval."""
+
+    delay_offsets_persist_interval_ms: int = 1000
+    """How often the schedule's progress is written (config/delayOffset.json), as far as its
+    delivered copies are flushed: what a crash may deliver twice.  RocketMQ: 10 s."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
                      "retry_after_s", "put_requests_in_flight_max",
                      "put_requests_per_client_max", "forward_frame_size_bytes_max",
                      "forward_frame_read_timeout_ms", "forward_write_buffer_bytes_max",
-                     "forward_write_drain_timeout_ms", "forward_connections_max"):
+                     "forward_write_drain_timeout_ms", "forward_connections_max",
+                     "delay_pass_interval_ms", "delay_deliveries_per_pass_max",
+                     "delay_offsets_persist_interval_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if not 0 <= self.forward_port <= 65535:

@@ -20,9 +20,10 @@ send to one is refused as RocketMQ refuses it (NO_PERMISSION):
 | `SELF_TEST_TOPIC`,            |                                                            |
 | `BenchmarkTest`               |                                                            |
 | `%DLQ%<group>`                | dead letters, moved there by the broker's retry handling   |
+|                               | (the front's send-backs: `routed`)                         |
 | `%RETRY%<group>`              | only a consumer's send-back: a remoting send carrying the  |
-|                               | RETRY_TOPIC property (the client's fallback when the       |
-|                               | broker does not serve CONSUMER_SEND_MSG_BACK)              |
+|                               | RETRY_TOPIC property (the client's own fallback), or one   |
+|                               | the front routed for CONSUMER_SEND_MSG_BACK                |
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ log = logging.getLogger(__name__)
 AUTO_CREATE_TOPIC = "TBW102"
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
+RETRY_QUEUE_COUNT = 1
+"""Queues of a `%RETRY%` topic: a group's `retryQueueNums` (RocketMQ's default)."""
+DEAD_LETTER_QUEUE_COUNT = 1
+"""Queues of a `%DLQ%` topic: RocketMQ's `DLQ_NUMS_PER_GROUP`."""
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 SYSTEM_PREFIXES = ("RMQ_SYS_", "rmq_sys_")
 """4.x names its system topics in capitals, 5.x in lower case (and this store's group commit
@@ -54,11 +59,14 @@ def is_system_topic(topic: str) -> bool:
     return topic in SYSTEM_TOPICS or (topic.startswith(SYSTEM_PREFIXES) and topic != TRACE_TOPIC)
 
 
-def system_topic_refusal(topic: str, *, send_back: bool) -> str | None:
+def system_topic_refusal(topic: str, *, send_back: bool, routed: bool = False) -> str | None:
     """Why a produce may not write `topic` (None: it may).  `send_back`: the produce is a
-    consumer's send-back of a failed message (only those may write `%RETRY%` topics)."""
+    consumer's send-back of a failed message (only those may write `%RETRY%` topics);
+    `routed`: the broker itself routed it to a `%RETRY%` or `%DLQ%` topic."""
     if is_system_topic(topic):
         return f"topic {topic} is a system topic; sending to it is forbidden"
+    if routed and topic.startswith((DLQ_PREFIX, RETRY_PREFIX)):
+        return None
     if topic.startswith(DLQ_PREFIX):
         return f"topic {topic} is a dead letter queue; only the broker moves messages there"
     if topic.startswith(RETRY_PREFIX) and not send_back:

@@ -15,6 +15,8 @@ answered 1 SYSTEM_ERROR with the exception text); the Java producer does not ret
 | 10, 310, 320 send                                       | PUB on topic (%RETRY%g: SUB on |
 |                                                         | group g)                       |
 | 11, 361 pull; 14, 15 query/commit offset                | SUB on topic and group         |
+| 36 send-back                                            | SUB on group and `originTopic` |
+|                                                         | (none named: admin)            |
 | 12 query by key; 29-32 offsets by time, max, min, first | SUB on topic                   |
 | 202 topic stats; 351 topic config                       | SUB on topic                   |
 | 38 consumer list; 41, 42 lock/unlock (body's group)     | SUB on group                   |
@@ -149,6 +151,15 @@ def _nothing(request: Command) -> list[Need]:
     return []
 
 
+def _send_back(request: Command) -> list[Need]:
+    """36 copies the message at an offset into the group's retry topic: SUB on the group
+    and on the message's topic (the handler checks the offset holds one of it), or an admin
+    when the request names no `originTopic`."""
+    origin = headers.optional_text(request, "originTopic")
+    needs = [group(headers.optional_text(request, "group") or "")]
+    return [*needs, topic(origin, Perm.SUB) if origin else ADMIN]
+
+
 def _admin(request: Command) -> list[Need]:
     return [ADMIN]
 
@@ -156,6 +167,7 @@ def _admin(request: Command) -> list[Need]:
 NEEDS: dict[int, NeedsOf] = {
     codes.SEND_MESSAGE: _send, codes.SEND_MESSAGE_V2: _send, codes.SEND_BATCH_MESSAGE: _send,
     codes.PULL_MESSAGE: _group_and_topic, codes.LITE_PULL_MESSAGE: _group_and_topic,
+    codes.CONSUMER_SEND_MSG_BACK: _send_back,
     codes.QUERY_CONSUMER_OFFSET: _group_and_topic,
     codes.UPDATE_CONSUMER_OFFSET: _group_and_topic,
     codes.QUERY_MESSAGE: _read_topic, codes.SEARCH_OFFSET_BY_TIMESTAMP: _read_topic,

@@ -9,6 +9,7 @@ from mqstore.services.notifier.remoting import (
     offsets,
     pulls,
     queries,
+    retries,
     route,
     send,
 )
@@ -27,6 +28,7 @@ HANDLERS: dict[int, Handler] = {
     codes.SEND_BATCH_MESSAGE: send.send,
     codes.PULL_MESSAGE: pulls.pull,
     codes.LITE_PULL_MESSAGE: pulls.pull,
+    codes.CONSUMER_SEND_MSG_BACK: retries.send_back,
     # offsets
     codes.QUERY_CONSUMER_OFFSET: offsets.query_consumer_offset,
     codes.UPDATE_CONSUMER_OFFSET: offsets.update_consumer_offset,

@@ -14,6 +14,8 @@ the server: a oneway one (flag bit 1) is stored and not answered.
 | create` off), deleted, or past `topics_max`    |                       |
 | system topic, `%DLQ%`, `%RETRY%` but not a     | 16 NO_PERMISSION      |
 | send-back (the writer's topic_gate.py)         |                       |
+| `%RETRY%g` past the max reconsume times        | stored in `%DLQ%g`    |
+|                                                | (retries.py)          |
 | queue id ≥ the topic's write queues            | 1 SYSTEM_ERROR        |
 | empty body, bad topic, too large               | 13 MESSAGE_ILLEGAL    |
 | transaction half message                       | 16 NO_PERMISSION      |
@@ -28,7 +30,8 @@ from mqstore.services.common.links.forward_wire import (
     ForwardAnswer,
     ForwardRequest,
 )
-from mqstore.services.notifier.remoting import headers
+from mqstore.services.common.topics.rules import RETRY_PREFIX
+from mqstore.services.notifier.remoting import headers, retries
 from mqstore.services.notifier.remoting.codes import (
     FLUSH_DISK_TIMEOUT,
     FLUSH_SLAVE_TIMEOUT,
@@ -81,7 +84,7 @@ def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
     if not request.body:
         raise RemotingError(MESSAGE_ILLEGAL, "the message body is empty")
     properties = (headers.optional_text(request, "properties", "i") or "").encode("utf-8")
-    return ForwardRequest(
+    forward = ForwardRequest(
         0, KIND_BATCH if request.code == SEND_BATCH_MESSAGE else KIND_SINGLE, queue_id,
         sysflag & ~0x30,
         headers.number(request, "flag", "h", minimum=headers.INT32_MIN,
@@ -90,6 +93,9 @@ def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
         headers.number(request, "reconsumeTimes", "j", minimum=0,
                        maximum=headers.INT32_MAX, default=0),
         peer.address, topic, properties, bytes(request.body))
+    if topic.startswith(RETRY_PREFIX):  # a consumer's own send-back (retries.py)
+        return retries.dead_letter_if_spent(front, request, forward)
+    return forward
 
 
 def answer_of(front: Front, request: Command, forward: ForwardRequest,

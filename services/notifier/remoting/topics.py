@@ -24,7 +24,14 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import NamedTuple
 
-from mqstore.services.common.topics.rules import AUTO_CREATE_TOPIC, RETRY_PREFIX, is_system_topic
+from mqstore.services.common.topics.rules import (
+    AUTO_CREATE_TOPIC,
+    DEAD_LETTER_QUEUE_COUNT,
+    DLQ_PREFIX,
+    RETRY_PREFIX,
+    RETRY_QUEUE_COUNT,
+    is_system_topic,
+)
 from mqstore.services.notifier.remoting.codes import (
     MESSAGE_ILLEGAL,
     SYSTEM_ERROR,
@@ -96,7 +103,12 @@ class TopicTable:
         if topic == AUTO_CREATE_TOPIC:
             return TopicConfig(topic, self.queue_count_max, self.queue_count_max,
                                PERM_READ_WRITE | PERM_INHERIT)
-        if topic.startswith(RETRY_PREFIX) or topic in self._on_disk():
+        if topic.startswith(RETRY_PREFIX):  # one queue, as RocketMQ's `retryQueueNums`
+            return TopicConfig(topic, RETRY_QUEUE_COUNT, RETRY_QUEUE_COUNT, PERM_READ_WRITE)
+        if topic.startswith(DLQ_PREFIX):  # routed once it holds a message
+            return TopicConfig(topic, DEAD_LETTER_QUEUE_COUNT, DEAD_LETTER_QUEUE_COUNT,
+                               PERM_READ_WRITE) if topic in self._on_disk() else None
+        if topic in self._on_disk():
             return self.default(topic)
         return None
 

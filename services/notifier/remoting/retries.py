@@ -1,0 +1,118 @@
+"""Retries and dead letters: CONSUMER_SEND_MSG_BACK (36), and sends to `%RETRY%<group>`.
+
+A push consumer whose listener fails a message sends it back (36: the message's commit log
+`offset`, its `group`, a `delayLevel`, the client's `maxReconsumeTimes`).  As RocketMQ's
+`AbstractSendMessageProcessor#consumerSendMsgBack`, the front reads the message at the
+offset and forwards a copy to the writer (forward kind "routed": the writer admits a
+`%RETRY%` or `%DLQ%` topic from the front alone):
+
+| the message's reconsume times, the request     | the copy goes to                         |
+|------------------------------------------------|------------------------------------------|
+| >= max (the header's `maxReconsumeTimes`, else | `%DLQ%<group>` queue 0, `DELAY=0`: kept,  |
+| `remoting.retry_max_times`), or delayLevel < 0 | never delivered again                    |
+| otherwise                                      | `%RETRY%<group>` queue 0 with `DELAY` =  |
+|                                                | delayLevel, or 3 + reconsume times when 0 |
+|                                                | (10 s, 30 s, 1 min, ... by default)      |
+
+The copy keeps the message's body, flags, born host and time and properties, adds
+`RETRY_TOPIC` (the first topic), `ORIGIN_MESSAGE_ID` (the first delivery's offset msg id)
+and `WAIT=false`, and counts one more reconsume time.  The writer stores one with `DELAY`
+in the schedule topic until it is due (services/writer/delayed_puts.py), then in the retry
+topic, which push consumers subscribe to by themselves.  An offset that holds no message
+answers 1 SYSTEM_ERROR `look message by offset failed`; the client then sends the message
+to `%RETRY%<group>` itself, a plain send carrying `RECONSUME_TIME` and
+`MAX_RECONSUME_TIMES`, whose header says how often it was consumed: past the max
+(`dead_letter_if_spent`) the front routes that send to the dead letter queue too.  So no
+path redelivers without bound.
+
+Dead letter and retry topics have one queue, as RocketMQ's (`DLQ_NUMS_PER_GROUP`, the
+group's `retryQueueNums`); a dead letter topic is routed once it holds a message, so
+`mqadmin` and a pull consumer read it.
+"""
+
+from __future__ import annotations
+
+from mqstore.services.common.links.forward_wire import KIND_ROUTED, KIND_SINGLE, ForwardRequest
+from mqstore.services.common.topics.rules import DLQ_PREFIX, RETRY_PREFIX
+from mqstore.services.notifier.remoting import headers
+from mqstore.services.notifier.remoting.codes import SUCCESS, SYSTEM_ERROR, RemotingError
+from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.storage import CorruptRecordError, NoRecordError
+from mqstore.storage.format.delay_levels import PROPERTY_DELAY
+from mqstore.storage.format.properties import (
+    PROPERTY_WAIT_STORE_OK,
+    decode_properties,
+    encode_properties,
+)
+
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+FIRST_RETRY_LEVEL = 3
+"""A send-back with delay level 0 waits level 3 + reconsume times (10 s, 30 s, ...)."""
+MAX_RECONSUME_TIMES_FROM_VERSION = 121
+"""RocketMQ V3_4_9: clients from it on send their `maxReconsumeTimes`."""
+HOST_FAMILY_BITS = 0x30
+
+
+async def send_back(front: Front, request: Command, peer: Peer) -> Command:
+    """CONSUMER_SEND_MSG_BACK (36)."""
+    offset = headers.number(request, "offset", minimum=0)
+    group = headers.text(request, "group")
+    front.topics.check_name(RETRY_PREFIX + group)
+    delay_level = headers.number(request, "delayLevel", minimum=headers.INT32_MIN,
+                                 maximum=headers.INT32_MAX, default=0)
+    origin_topic = headers.optional_text(request, "originTopic")
+    try:
+        original = front.view.message_at(offset)
+    except (NoRecordError, CorruptRecordError) as error:
+        raise RemotingError(SYSTEM_ERROR, f"look message by offset failed, {offset}: "
+                                          f"{error}") from None
+    first_topic = original.properties.get(PROPERTY_RETRY_TOPIC, original.topic)
+    if origin_topic is not None and origin_topic not in (first_topic, original.topic):
+        raise RemotingError(SYSTEM_ERROR, f"the message at offset {offset} is of topic "
+                                          f"{first_topic}, not originTopic {origin_topic}")
+    properties = dict(original.properties)
+    properties.setdefault(PROPERTY_RETRY_TOPIC, original.topic)
+    properties.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
+    properties[PROPERTY_WAIT_STORE_OK] = "false"
+    if original.reconsume_times >= max_reconsume_times(front, request) or delay_level < 0:
+        topic, properties[PROPERTY_DELAY] = DLQ_PREFIX + group, "0"
+    else:
+        topic = RETRY_PREFIX + group
+        properties[PROPERTY_DELAY] = str(delay_level or
+                                         FIRST_RETRY_LEVEL + original.reconsume_times)
+    front.topics.check_name(topic)
+    answer = await front.link.send(ForwardRequest(
+        0, KIND_ROUTED, 0, original.sysflag & ~HOST_FAMILY_BITS, original.flag,
+        original.born_timestamp_ms, original.reconsume_times + 1, original.born_host, topic,
+        encode_properties(properties), bytes(original.body)))
+    if not answer.results:
+        raise RemotingError(SYSTEM_ERROR, f"{answer.status}: {answer.reason}")
+    return request.answer(SUCCESS)
+
+
+def max_reconsume_times(front: Front, request: Command, *aliases: str) -> int:
+    """The client's `maxReconsumeTimes` (from version 121), else the broker's default."""
+    if request.version >= MAX_RECONSUME_TIMES_FROM_VERSION:
+        asked = headers.optional_text(request, "maxReconsumeTimes", *aliases)
+        if asked is not None:
+            return headers.number(request, "maxReconsumeTimes", *aliases,
+                                  minimum=headers.INT32_MIN, maximum=headers.INT32_MAX)
+    return front.settings.retry_max_times
+
+
+def dead_letter_if_spent(front: Front, request: Command,
+                         forward: ForwardRequest) -> ForwardRequest:
+    """A send to `%RETRY%<group>` (a client's own send-back) whose header's reconsume times
+    are past the max goes to `%DLQ%<group>` queue 0 (`SendMessageProcessor#handleRetryAndDLQ`,
+    5.x: "> max"), with `DELAY=-1`; any other send as it is."""
+    if forward.kind != KIND_SINGLE or \
+            forward.reconsume_times <= max_reconsume_times(front, request, "l"):
+        return forward
+    topic = DLQ_PREFIX + forward.topic[len(RETRY_PREFIX):]
+    front.topics.check_name(topic)
+    properties = decode_properties(forward.properties)
+    properties[PROPERTY_DELAY] = "-1"
+    return forward._replace(kind=KIND_ROUTED, queue_id=0, topic=topic,
+                            properties=encode_properties(properties))
