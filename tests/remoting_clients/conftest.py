@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.remoting.up_process import mqstore_up
+from tests.remoting_clients.delay_levels import MQSTORE_ENV, TEST_DELAY_LEVELS
 from tests.remoting_clients.java_clients import CLIENT_VERSIONS, JavaClients
 from tests.remoting_clients.mqadmin import MqAdmin
 from tests.remoting_clients.rocketmq_peer import RocketMqPeer
@@ -46,9 +47,10 @@ def rocketmq_namesrv(rocketmq_peer: RocketMqPeer) -> str:
 
 @pytest.fixture(scope="session")
 def mqstore_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`mqstore up` on a fresh data directory for the whole session: its remoting port."""
+    """`mqstore up` on a fresh data directory for the whole session: its remoting port.
+    It runs with the delay levels RocketMQ gets (delay_levels.py)."""
     directory: Path = tmp_path_factory.mktemp("mqstore-up")
-    with mqstore_up(directory) as ports:
+    with mqstore_up(directory, settings={MQSTORE_ENV: TEST_DELAY_LEVELS}) as ports:
         yield f"127.0.0.1:{ports['remoting']}"
 
 

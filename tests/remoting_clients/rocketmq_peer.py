@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.remoting_clients.delay_levels import ROCKETMQ_PROPERTY, TEST_DELAY_LEVELS
 from tests.remoting_clients.maven_build import REPO_ROOT, BuildError, build
 from tests.remoting_clients.raw_remoting import has_route
 
@@ -94,7 +95,8 @@ def _write_properties(path: Path, values: dict[str, object]) -> None:
 
 
 def broker_properties(*, namesrv: str, port: int, store_dir: Path, flush: str) -> dict[str, object]:
-    """The broker's settings: RocketMQ's defaults except loopback, the store and the flush."""
+    """The broker's settings: RocketMQ's defaults except loopback, the store, the flush and
+    the delay levels (seconds, not minutes: delay_levels.py)."""
     return {
         "brokerClusterName": CLUSTER_NAME,
         "brokerName": BROKER_NAME,
@@ -109,7 +111,9 @@ def broker_properties(*, namesrv: str, port: int, store_dir: Path, flush: str) -
         # Tests send to topics no one created: the broker creates them from TBW102.
         "autoCreateTopicEnable": "true",
         "autoCreateSubscriptionGroup": "true",
-        # The timer wheel stays on (RocketMQ's default) although nothing here sends delayed
+        # Retries wait level 3 + reconsumeTimes: 3 s, 4 s, ... here instead of 10 s, 30 s, ...
+        ROCKETMQ_PROPERTY: TEST_DELAY_LEVELS,
+        # The timer wheel stays on (RocketMQ's default) although nothing here sends timer
         # messages: 5.5.0's deleteTopic fails with a NullPointerException without it.
     }
 

@@ -60,5 +60,5 @@ def test_a_lost_file_falls_back_to_its_backup(tmp_path: Path) -> None:
 def test_a_file_that_is_not_offsets_is_an_error_naming_it(tmp_path: Path, text: str) -> None:
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "delayOffset.json").write_text(text)
-    with pytest.raises(StoreFormatError, match="delayOffset.json"):
+    with pytest.raises(StoreFormatError, match=r"delayOffset\.json"):
         DelayOffsetsFile(tmp_path).read()

@@ -15,6 +15,8 @@ import java.util.Map;
  *   lite-assign    DefaultLitePullConsumer.assign every queue, seek to 0
  *   lite-seek      assign, seek each queue halfway: only the second halves come back
  *   push-concurrently, push-orderly, push-rebalance (two instances in one group)
+ *   retry, dlq     a push consumer's RECONSUME_LATER: redelivery, dead letters (see Redelivery)
+ *   delay          Message.setDelayTimeLevel, received after the level's wait (see Delayed)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
  *   refused        one send and two route lookups, each reported with its exceptions
  *   check-selftest the Checker against spoiled messages, no server (see SelfTest)
@@ -45,6 +47,12 @@ public final class Main {
         } else if (scenario.equals("refused")) {
             Clients.signWith(args);
             out.putAll(Refused.run(args));
+        } else if (Redelivery.SCENARIOS.contains(scenario)) {
+            Clients.signWith(args);
+            out.putAll(Redelivery.run(scenario, args));
+        } else if (scenario.equals("delay")) {
+            Clients.signWith(args);
+            out.putAll(Delayed.run(args));
         } else {
             Clients.signWith(args);
             out.putAll(Scenarios.run(scenario, args));
