@@ -72,7 +72,8 @@ async def _serve(config: ServiceConfig) -> int:
         topics = TopicTable(view.directory, queue_count_max=config.writer.topic_queue_count,
                             topics_max=front.topics_max,
                             topic_size_bytes_max=view.config.topic_size_bytes_max,
-                            on_disk=view.topics)
+                            on_disk=view.topics,
+                            reply_topic=f"{front.cluster_name}_REPLY_TOPIC")
         remoting = RemotingFront(view, offsets, front, topics=topics,
                                  queue_count_max=config.writer.topic_queue_count,
                                  ssl_context=tls, users=users) \

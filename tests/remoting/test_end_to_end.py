@@ -70,6 +70,9 @@ async def _routes(client: RemotingClient, address: str) -> None:
     assert cluster["clusterAddrTable"] == {"DefaultCluster": ["mqstore"]}
 
 
+STAMPS = "MSG_REGION\x01DefaultRegion\x02TRACE_ON\x01true\x02CLUSTER\x01DefaultCluster\x02"
+
+
 async def _sends(client: RemotingClient) -> list[tuple[bytes, str]]:
     """Six messages on queue 0: three single (tags A, B, A), one batch of three (tag C)."""
     sent: list[tuple[bytes, str]] = []
@@ -81,7 +84,8 @@ async def _sends(client: RemotingClient) -> list[tuple[bytes, str]]:
         assert answer.code == codes.SUCCESS, answer.remark
         assert answer.ext_fields["queueOffset"] == str(index)
         assert len(answer.ext_fields["msgId"]) == 32
-        sent.append((f"single {index}".encode(), props))
+        # stored with the broker's stamps after the client's own (stamps.py)
+        sent.append((f"single {index}".encode(), props + STAMPS))
     entries = [(f"batch {index}".encode(), properties(TAGS="TagC", UNIQ_KEY=f"CD{index:030X}"))
                for index in range(3)]
     # A 5.x batch carries a UNIQ_KEY of its own: each entry keeps its own, and gets the
@@ -115,7 +119,7 @@ async def _pulls(client: RemotingClient, sent: list[tuple[bytes, str]]) -> None:
         offset = int(answer.ext_fields["nextBeginOffset"])
     assert [body for body, _ in got] == [body for body, _ in sent]
     for (_, record), (_, props) in zip(got, sent, strict=True):
-        encoded = props.encode("utf-8")  # the record ends with the properties as sent
+        encoded = props.encode("utf-8")  # the record ends with the properties as stored
         assert record.endswith(struct.pack(">h", len(encoded)) + encoded)
     filtered = await client.request(codes.PULL_MESSAGE, pull_header(
         TOPIC, 0, 0, suspend_ms=0, subscription="TagB || TagC"))

@@ -78,7 +78,7 @@ def test_topics_are_created_routed_listed_and_deleted(front: Front) -> None:
                                     "topicSysFlag": 0, "writeQueueNums": 2}]
     assert route["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:9876"}
     listed = json.loads(ask(front, codes.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body)
-    assert listed == {"topicList": ["Pay"]}
+    assert listed == {"topicList": ["DefaultCluster_REPLY_TOPIC", "Pay"]}  # replies: always
     assert ask(front, codes.DELETE_TOPIC_IN_BROKER, {"topic": "Pay"}).code == codes.SUCCESS
     assert ask(front, codes.GET_ROUTEINFO_BY_TOPIC, {"topic": "Pay"}).code == \
         codes.TOPIC_NOT_EXIST

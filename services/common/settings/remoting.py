@@ -149,6 +149,27 @@ class RemotingSettings:
     and its buffer dropped.  RocketMQ clients read as answers arrive; one that has read
     nothing for 30 s has passed every timeout of its own (pulls: 30 s)."""
 
+    region_id: str = "DefaultRegion"
+    """RocketMQ's `regionId`: stamped on every stored send as `MSG_REGION` and answered to
+    producers; message trace records carry it."""
+
+    trace_on: bool = True
+    """RocketMQ's `traceOn`: stamped on every stored send as `TRACE_ON`; a client's trace
+    hooks skip messages and sends that say false."""
+
+    reply_push_timeout_ms: int = 3_000
+    """How long a reply's push to its requester (PUSH_REPLY_MESSAGE_TO_CLIENT) may wait for
+    the requester's answer before the responder is answered SYSTEM_ERROR.  RocketMQ waits
+    10 s, but its responder gives up on its send after 3 s."""
+
+    reply_store_enabled: bool = True
+    """RocketMQ's `storeReplyMessageEnable`: a pushed reply is also stored in
+    `<cluster_name>_REPLY_TOPIC`."""
+
+    server_calls_max: int = 1_000
+    """Calls to clients (reply pushes) waiting for an answer at once; one more answers its
+    responder SYSTEM_ERROR at once."""
+
     retry_max_times: int = 16
     """A consumer group's `retryMaxTimes`: deliveries after the first before a failed message
     goes to the group's dead letter queue, when the client does not say (RocketMQ's clients
@@ -165,7 +186,8 @@ class RemotingSettings:
                      "heartbeat_groups_max", "notify_debounce_ms", "lock_expiry_ms",
                      "offsets_flush_interval_ms", "idle_timeout_ms",
                      "frame_read_timeout_ms", "write_buffer_bytes_max",
-                     "write_drain_timeout_ms", "retry_max_times"):
+                     "write_drain_timeout_ms", "retry_max_times", "reply_push_timeout_ms",
+                     "server_calls_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if self.frame_size_bytes_max < 64 * 1024:

@@ -12,7 +12,7 @@ answered 1 SYSTEM_ERROR with the exception text); the Java producer does not ret
 
 | codes                                                   | needs                          |
 |---------------------------------------------------------|--------------------------------|
-| 10, 310, 320 send                                       | PUB on topic (%RETRY%g: SUB on |
+| 10, 310, 320 send; 324, 325 reply                       | PUB on topic (%RETRY%g: SUB on |
 |                                                         | group g)                       |
 | 11, 361 pull; 14, 15 query/commit offset                | SUB on topic and group         |
 | 36 send-back                                            | SUB on group and `originTopic` |
@@ -166,6 +166,7 @@ def _admin(request: Command) -> list[Need]:
 
 NEEDS: dict[int, NeedsOf] = {
     codes.SEND_MESSAGE: _send, codes.SEND_MESSAGE_V2: _send, codes.SEND_BATCH_MESSAGE: _send,
+    codes.SEND_REPLY_MESSAGE: _send, codes.SEND_REPLY_MESSAGE_V2: _send,
     codes.PULL_MESSAGE: _group_and_topic, codes.LITE_PULL_MESSAGE: _group_and_topic,
     codes.CONSUMER_SEND_MSG_BACK: _send_back,
     codes.QUERY_CONSUMER_OFFSET: _group_and_topic,

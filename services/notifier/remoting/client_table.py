@@ -150,6 +150,12 @@ class ClientTable:
         self._index(entry)
         return changed | (before ^ set(entry.consumer_groups))
 
+    def connection_of(self, client_id: str) -> int | None:
+        """The connection `client_id` last heartbeat on, None for a client not registered
+        (a requester waiting for replies heartbeats as a producer)."""
+        entry = self._clients.get(client_id)
+        return None if entry is None else entry.connection_id
+
     def touch(self, connection_id: int) -> None:
         stamp = now_ms()
         for client_id in self._by_connection.get(connection_id, ()):

@@ -34,6 +34,8 @@ INVOKE_BROKER_TO_RESET_OFFSET = 222
 QUERY_TOPIC_CONSUME_BY_WHO = 300
 SEND_MESSAGE_V2 = 310
 SEND_BATCH_MESSAGE = 320
+SEND_REPLY_MESSAGE = 324
+SEND_REPLY_MESSAGE_V2 = 325
 GET_TOPIC_CONFIG = 351
 LITE_PULL_MESSAGE = 361
 
@@ -47,6 +49,7 @@ GET_TOPICS_BY_CLUSTER = 224
 # -- broker to client (sent, never served) ---------------------------------------------------
 NOTIFY_CONSUMER_IDS_CHANGED = 40
 RESET_CONSUMER_CLIENT_OFFSET = 220
+PUSH_REPLY_MESSAGE_TO_CLIENT = 326
 
 # -- response codes --------------------------------------------------------------------------
 SUCCESS = 0

@@ -19,6 +19,8 @@ from mqstore.services.notifier.remoting.access import RemotingAccess
 from mqstore.services.notifier.remoting.client_table import ClientTable
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.offset_table import OffsetTable
+from mqstore.services.notifier.remoting.server_calls import ServerCalls
+from mqstore.services.notifier.remoting.stamps import PropertyStamps
 from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage import StoreConfig
@@ -54,6 +56,9 @@ class Front:
     The server sets it when it starts."""
     opaques: itertools.count[int] = dataclasses.field(default_factory=itertools.count)
     """Opaques of the requests the server sends to clients."""
+    calls: ServerCalls = dataclasses.field(default_factory=lambda: ServerCalls(
+        calls_max=RemotingSettings().server_calls_max))
+    """The server's requests to clients that wait for an answer (reply pushes)."""
     on_woken: Callable[[str], None] = lambda cause: None
     """Counts why a held pull woke (the notifier's wake-up metrics, shared with its HTTP
     pulls); the notifier sets it when it serves the front."""
@@ -62,6 +67,11 @@ class Front:
     def broker_address(self) -> str:
         """What routes name: the STOREHOST of every record (offset msg ids embed it)."""
         return self.store_config.store_host
+
+    @functools.cached_property
+    def stamps(self) -> PropertyStamps:
+        """The properties stamped on what is stored (stamps.py)."""
+        return PropertyStamps(self.settings)
 
     @functools.cached_property
     def store_host_packed(self) -> bytes:

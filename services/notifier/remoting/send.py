@@ -2,9 +2,10 @@
 
 The front reads the header fields the store needs (topic, queue id, flags, born time,
 reconsume times) and forwards the body and the properties string as the client encoded
-them to the writer (writer_link.py); a batch body goes as it arrived and the writer splits
-its entries.  Nothing is re-encoded.  Sync, async and oneway sends are the same request to
-the server: a oneway one (flag bit 1) is stored and not answered.
+them, with the broker's stamps appended (stamps.py), to the writer (writer_link.py); a
+batch body goes as it arrived and the writer splits its entries.  Nothing is re-encoded.
+Sync, async and oneway sends are the same request to the server: a oneway one (flag bit 1)
+is stored and not answered.
 
 | situation                                      | code                  |
 |------------------------------------------------|-----------------------|
@@ -38,6 +39,8 @@ from mqstore.services.notifier.remoting.codes import (
     MESSAGE_ILLEGAL,
     NO_PERMISSION,
     SEND_BATCH_MESSAGE,
+    SEND_REPLY_MESSAGE,
+    SEND_REPLY_MESSAGE_V2,
     SERVICE_NOT_AVAILABLE,
     SLAVE_NOT_AVAILABLE,
     SUCCESS,
@@ -58,6 +61,7 @@ STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
 """The store's statuses as RocketMQ's `SendMessageProcessor` maps them; the rest (busy
 page cache, a failed segment) is SYSTEM_ERROR."""
 TRANSACTION_PREPARED = 0x4
+REPLY_CODES = frozenset((SEND_REPLY_MESSAGE, SEND_REPLY_MESSAGE_V2))
 
 
 
@@ -84,6 +88,8 @@ def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
     if not request.body:
         raise RemotingError(MESSAGE_ILLEGAL, "the message body is empty")
     properties = (headers.optional_text(request, "properties", "i") or "").encode("utf-8")
+    if request.code != SEND_BATCH_MESSAGE:
+        properties = front.stamps.stamped(properties, reply=request.code in REPLY_CODES)
     forward = ForwardRequest(
         0, KIND_BATCH if request.code == SEND_BATCH_MESSAGE else KIND_SINGLE, queue_id,
         sysflag & ~0x30,
@@ -109,7 +115,7 @@ def answer_of(front: Front, request: Command, forward: ForwardRequest,
     ext = {"msgId": ",".join(offset_msg_id(host, physical) for _, physical, _ in
                              answer.results),
            "queueId": str(forward.queue_id), "queueOffset": str(answer.results[0][0]),
-           "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+           "MSG_REGION": front.stamps.region_id, "TRACE_ON": front.stamps.trace_on}
     return request.answer(code, ext_fields=ext,
                           remark=answer.reason or None if code != SUCCESS else None)
 

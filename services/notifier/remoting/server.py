@@ -277,8 +277,9 @@ class RemotingServer:
 
 async def answer_to(front: Front, request: Command, peer: Peer) -> Command | None:
     """The answer to one request (None for none), whatever the handler does."""
-    if request.is_response:
-        return None  # an answer to a request this server never sends: nothing to do
+    if request.is_response:  # a client's answer to a call of the server's (server_calls.py)
+        front.calls.answered(request, peer.connection_id)
+        return None
     handler = HANDLERS.get(request.code)
     try:
         if front.access is not None:

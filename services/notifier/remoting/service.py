@@ -30,6 +30,7 @@ from mqstore.services.notifier.remoting.context import Front
 from mqstore.services.notifier.remoting.offset_table import OffsetTable
 from mqstore.services.notifier.remoting.routing import HANDLERS
 from mqstore.services.notifier.remoting.server import RemotingServer
+from mqstore.services.notifier.remoting.server_calls import ServerCalls
 from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
@@ -55,10 +56,12 @@ class RemotingFront:
             view=view, settings=settings, store_config=view.config,
             topics=topics or TopicTable(view.directory, queue_count_max=queue_count_max,
                                         topic_size_bytes_max=view.config.topic_size_bytes_max,
-                                        topics_max=settings.topics_max, on_disk=view.topics),
+                                        topics_max=settings.topics_max, on_disk=view.topics,
+                                        reply_topic=f"{settings.cluster_name}_REPLY_TOPIC"),
             offsets=OffsetTable(offsets), clients=clients,
             held=self.held, link=WriterLink(settings, secret_path=secret_path(view.directory)),
             queues=RoundRobinQueues(queue_count=queue_count_max),
+            calls=ServerCalls(calls_max=settings.server_calls_max),
             access=RemotingAccess(users, served_codes=frozenset(HANDLERS),
                                   client_groups=clients.groups_of_client)
             if users is not None else None)

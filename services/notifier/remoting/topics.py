@@ -67,11 +67,15 @@ class TopicConfig(NamedTuple):
 
 class TopicTable:
     def __init__(self, data_dir: Path, *, queue_count_max: int, topics_max: int,
-                 topic_size_bytes_max: int, on_disk: Callable[[], AbstractSet[str]]) -> None:
+                 topic_size_bytes_max: int, on_disk: Callable[[], AbstractSet[str]],
+                 reply_topic: str = "") -> None:
         """`topic_size_bytes_max`: the store's (a longer name could be routed and created but
         never written).  `on_disk`: the topics the volume holds queues of (a set: a send's
-        lookup must not cost more as topics are added)."""
+        lookup must not cost more as topics are added).  `reply_topic`: the cluster's
+        `<cluster>_REPLY_TOPIC`, always routed with one queue as RocketMQ creates it at start
+        (reply.py)."""
         self._file = TopicsFile(data_dir)
+        self.reply_topic = reply_topic
         self.topic_size_bytes_max = topic_size_bytes_max
         self.queue_count_max = queue_count_max
         """The writer's `topic_queue_count`: queue ids it accepts are below it."""
@@ -103,6 +107,8 @@ class TopicTable:
         if topic == AUTO_CREATE_TOPIC:
             return TopicConfig(topic, self.queue_count_max, self.queue_count_max,
                                PERM_READ_WRITE | PERM_INHERIT)
+        if topic == self.reply_topic:
+            return TopicConfig(topic, 1, 1, PERM_READ_WRITE)
         if topic.startswith(RETRY_PREFIX):  # one queue, as RocketMQ's `retryQueueNums`
             return TopicConfig(topic, RETRY_QUEUE_COUNT, RETRY_QUEUE_COUNT, PERM_READ_WRITE)
         if topic.startswith(DLQ_PREFIX):  # routed once it holds a message
@@ -132,7 +138,7 @@ class TopicTable:
 
     def names(self) -> list[str]:
         topics = self._file.read()
-        names = set(topics.created) | set(self._on_disk())
+        names = set(topics.created) | set(self._on_disk()) | {self.reply_topic} - {""}
         return sorted(names - topics.deleted)
 
     def create(self, config: TopicConfig) -> None:
