@@ -1,24 +1,36 @@
 """`TopicsFile`: `config/topics.json`, the topics created and deleted through the notifiers
 (HTTP and the remoting front), read by every process of a volume.
 
-    <store>/config/topics.json    UTF-8 JSON, one object, written whole:
-        {"version": 1,
-         "topics": {"<name>": {"read_queue_nums": 4, "write_queue_nums": 4, "perm": 6}},
-         "deleted": ["<name>", ...]}
+    <store>/config/topics.json    UTF-8 JSON, RocketMQ's `TopicConfigSerializeWrapper`:
+        {"dataVersion": {"counter": 3, "stateVersion": 0, "timestamp": 1795813063621},
+         "topicConfigTable": {"<name>": {"topicName": "<name>", "readQueueNums": 4,
+                                         "writeQueueNums": 4, "perm": 6,
+                                         "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0,
+                                         "order": false, "attributes": {}}},
+         "mqstoreDeletedTopics": ["<name>", ...]}
     <store>/config/topics.lock    flock'd around each change
 
-| field              | meaning                                                          |
-|--------------------|------------------------------------------------------------------|
-| `topics`           | topics created explicitly, with RocketMQ's `TopicConfig` counts  |
-|                    | and permission (`perm`: 2 write, 4 read, 1 inherit)              |
-| `deleted`          | topics deleted: routed nowhere, refused by the writer; a later   |
-|                    | create (or an auto-create) removes the name from here            |
+| field                  | meaning                                                      |
+|------------------------|--------------------------------------------------------------|
+| `topicConfigTable`     | topics created explicitly (or by RocketMQ's broker, when it  |
+|                        | wrote the store), with their counts and permission (`perm`:  |
+|                        | 2 write, 4 read, 1 inherit)                                  |
+| `mqstoreDeletedTopics` | topics deleted: routed nowhere, refused by the writer; a     |
+|                        | later create (or an auto-create) removes the name from here. |
+|                        | RocketMQ ignores the field (a deleted topic is simply absent |
+|                        | from its table)                                              |
+
+RocketMQ's own layout, so a store moves between RocketMQ's broker and mqstore with its
+topics: each reads the other's file, and a table entry's other fields (`order`,
+`attributes`, ...) are written back as they were read.  The file mqstore wrote before
+(`{"version": 1, "topics": {...}, "deleted": [...]}`) is read too and rewritten in this
+layout at the next change.
 
 Several notifiers may serve one volume: a change takes an exclusive `flock` on
 `config/topics.lock`, reads the file as it is then, and writes it whole (a temporary file,
 fsync, rename, directory fsync), so no change of another is lost.  Reads take no lock (a
 rename is atomic) and parse the file again only when its modification time or size changed.
-A file that is not this format raises `TopicsFileFormatError` naming the path and the rule.
+A file that is neither layout raises `TopicsFileFormatError` naming the path and the rule.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePath
 from types import MappingProxyType
@@ -39,9 +52,15 @@ from .io import fsync_directory
 
 TOPICS_FILE = PurePath("config") / "topics.json"
 TOPICS_LOCK_FILE = PurePath("config") / "topics.lock"
-FORMAT_VERSION = 1
+LEGACY_FORMAT_VERSION = 1
+"""mqstore's own layout before RocketMQ's: read, never written."""
 PERM_INHERIT, PERM_WRITE, PERM_READ = 1, 2, 4
 _COUNTS = ("read_queue_nums", "write_queue_nums", "perm")
+_ROCKETMQ_COUNTS = ("readQueueNums", "writeQueueNums", "perm")
+TABLE, DELETED = "topicConfigTable", "mqstoreDeletedTopics"
+NEW_ROW_FIELDS = {"topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
+                  "attributes": {}}
+"""A new topic's other `TopicConfig` fields: RocketMQ's defaults."""
 
 
 class TopicsFileFormatError(StoreFormatError):
@@ -80,6 +99,10 @@ class TopicsFile:
         self._lock_path = store_directory / TOPICS_LOCK_FILE
         self._stamp: tuple[int, int] | None = None
         self._current = EMPTY
+        self._rows: dict[str, dict[str, object]] = {}
+        """Each table entry as last read, so its other fields are written back unchanged."""
+        self._counter = 0
+        """`dataVersion.counter` as last read."""
 
     def read(self) -> Topics:
         """The file as it is now (EMPTY when there is none)."""
@@ -119,27 +142,44 @@ class TopicsFile:
             return EMPTY  # replaced between stat and open: the next read sees the new one
         except (ValueError, UnicodeDecodeError) as error:
             raise TopicsFileFormatError(f"{self.path}: not JSON: {error}") from None
-        if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
-            raise TopicsFileFormatError(f"{self.path}: not a version {FORMAT_VERSION} topics "
-                                        f"file")
-        topics, deleted = document.get("topics", {}), document.get("deleted", [])
+        if isinstance(document, dict) and document.get("version") == LEGACY_FORMAT_VERSION:
+            topics, deleted, counts = document.get("topics", {}), document.get("deleted", []), \
+                _COUNTS
+        elif isinstance(document, dict) and TABLE in document:
+            topics, deleted, counts = document[TABLE], document.get(DELETED, []), \
+                _ROCKETMQ_COUNTS
+            version = document.get("dataVersion")
+            if isinstance(version, dict) and type(version.get("counter")) is int:
+                self._counter = version["counter"]
+        else:
+            raise TopicsFileFormatError(f"{self.path}: neither RocketMQ's topics file (no "
+                                        f"{TABLE}) nor a version {LEGACY_FORMAT_VERSION} one")
         if not isinstance(topics, dict) or not isinstance(deleted, list) or \
                 not all(isinstance(name, str) for name in deleted):
-            raise TopicsFileFormatError(f"{self.path}: topics must be an object and deleted "
-                                        f"a list of names")
+            raise TopicsFileFormatError(f"{self.path}: the topics must be an object and the "
+                                        f"deleted a list of names")
         created: dict[str, TopicEntry] = {}
+        rows: dict[str, dict[str, object]] = {}
         for name, row in topics.items():
             if not isinstance(row, dict) or not all(
-                    type(row.get(field)) is int for field in _COUNTS):
+                    type(row.get(field)) is int for field in counts):
                 raise TopicsFileFormatError(f"{self.path}: topic {name!r} needs integer "
-                                            f"{', '.join(_COUNTS)}")
-            created[name] = TopicEntry(*(row[field] for field in _COUNTS))
+                                            f"{', '.join(counts)}")
+            created[name] = TopicEntry(*(row[field] for field in counts))
+            rows[name] = row if counts is _ROCKETMQ_COUNTS else {}
+        self._rows = rows
         return Topics(MappingProxyType(created), frozenset(deleted))
 
     def _write(self, change: TopicsChange) -> None:
-        document = {"version": FORMAT_VERSION, "deleted": sorted(change.deleted),
-                    "topics": {name: entry._asdict()
-                               for name, entry in sorted(change.created.items())}}
+        self._counter += 1
+        table = {}
+        for name, entry in sorted(change.created.items()):
+            row = {**NEW_ROW_FIELDS, **self._rows.get(name, {}), "topicName": name}
+            row.update(zip(_ROCKETMQ_COUNTS, entry, strict=True))
+            table[name] = row
+        document = {"dataVersion": {"counter": self._counter, "stateVersion": 0,
+                                    "timestamp": int(time.time() * 1000)},
+                    TABLE: table, DELETED: sorted(change.deleted)}
         temporary = self.path.with_name(self.path.name + CREATING_SUFFIX)
         with open(temporary, "w", encoding="utf-8") as file:
             json.dump(document, file, indent=1)

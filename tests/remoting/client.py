@@ -83,6 +83,16 @@ def send_header(topic: str, queue_id: int, *, props: str = "", sysflag: int = 0,
             "j": "0", "k": "false", "m": "true" if batch else "false"}
 
 
+def pull_header(topic: str, queue_id: int, offset: int, *, suspend_ms: int,
+                subscription: str = "*") -> dict[str, str]:
+    """PULL_MESSAGE's header for group `cg` (suspended `suspend_ms` when there is nothing)."""
+    return {"consumerGroup": "cg", "topic": topic, "queueId": str(queue_id),
+            "queueOffset": str(offset), "maxMsgNums": "32",
+            "sysFlag": str(0x2 | 0x4 if suspend_ms else 0x4), "commitOffset": "0",
+            "suspendTimeoutMillis": str(suspend_ms), "subscription": subscription,
+            "subVersion": "0", "expressionType": "TAG"}
+
+
 def batch_body(entries: list[tuple[bytes, str]]) -> bytes:
     """RocketMQ's batch encoding (MessageDecoder.encodeMessages)."""
     parts = []

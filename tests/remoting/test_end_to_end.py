@@ -15,21 +15,13 @@ from tests.remoting.client import (
     batch_body,
     heartbeat,
     properties,
+    pull_header,
     records,
     send_header,
 )
 from tests.remoting.up_process import mqstore_up
 
 TOPIC = "Orders"
-
-
-def pull_header(topic: str, queue_id: int, offset: int, *, suspend_ms: int,
-                subscription: str = "*") -> dict[str, str]:
-    return {"consumerGroup": "cg", "topic": topic, "queueId": str(queue_id),
-            "queueOffset": str(offset), "maxMsgNums": "32",
-            "sysFlag": str(0x2 | 0x4 if suspend_ms else 0x4), "commitOffset": "0",
-            "suspendTimeoutMillis": str(suspend_ms), "subscription": subscription,
-            "subVersion": "0", "expressionType": "TAG"}
 
 
 def test_a_session_against_mqstore_up(tmp_path: Path) -> None:

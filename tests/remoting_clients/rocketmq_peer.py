@@ -145,7 +145,9 @@ class RocketMqPeer:
     @classmethod
     @contextlib.contextmanager
     def start(cls, *, flush: str = "async", version: str = ROCKETMQ_PEER_VERSION,
-              work_dir: Path | None = None) -> Iterator[RocketMqPeer]:
+              work_dir: Path | None = None,
+              broker_settings: dict[str, object] | None = None) -> Iterator[RocketMqPeer]:
+        """`broker_settings`: broker properties beside `broker_properties`' (a test's own)."""
         if flush not in FLUSH_DISK_TYPES:
             raise ValueError(f"flush must be one of {sorted(FLUSH_DISK_TYPES)}, got {flush!r}")
         jars = build(PEER_PROJECT, version, required_jar=f"rocketmq-broker-{version}.jar")
@@ -161,7 +163,7 @@ class RocketMqPeer:
                               {"listenPort": namesrv_port, "bindAddress": "127.0.0.1"})
             _write_properties(directory / "broker.conf", broker_properties(
                 namesrv=peer.namesrv, port=broker_port, store_dir=directory / "store",
-                flush=flush))
+                flush=flush) | (broker_settings or {}))
             peer._launch(jars.java, jars.classpath, "namesrv", NAMESRV_HEAP,
                          "org.apache.rocketmq.namesrv.NamesrvStartup", namesrv_port)
             peer._launch(jars.java, jars.classpath, "broker", BROKER_HEAP,
