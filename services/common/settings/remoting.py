@@ -175,6 +175,38 @@ class RemotingSettings:
     goes to the group's dead letter queue, when the client does not say (RocketMQ's clients
     send their `maxReconsumeTimes`, 16 by default; services/notifier/remoting/retries.py)."""
 
+    transaction_check_interval_ms: int = 30_000
+    """RocketMQ 5.5.0's `transactionCheckInterval`: how often the check service walks the
+    half messages (services/notifier/remoting/transaction_check.py).  An UNKNOW transaction
+    is committed or rolled back at most this long after `transaction_timeout_ms`."""
+
+    transaction_timeout_ms: int = 6_000
+    """RocketMQ's `transactionTimeOut`: a half message younger than this (from its born
+    time) is not checked yet, so the producer's own END_TRANSACTION has time to arrive;
+    also the least age past which an END_TRANSACTION of a half with
+    `CHECK_IMMUNITY_TIME_IN_SECONDS` answers 604."""
+
+    transaction_check_max: int = 15
+    """RocketMQ's `transactionCheckMax`: a half checked this many times without an answer
+    is moved to `TRANS_CHECK_MAX_TIME_TOPIC` and never checked again (15 checks of 30 s:
+    7.5 minutes of a producer that cannot decide)."""
+
+    transaction_halves_per_pass_max: int = 2_000
+    """Half messages one check pass reads; the next pass goes on from there.  RocketMQ
+    bounds a pass by time (60 s) and its check executor's queue (2,000); a count keeps a
+    pass's reads, re-puts and pushes bounded whatever the producers do."""
+
+    transaction_ops_per_pass_max: int = 2_000
+    """Op messages one check pass reads to learn which halves are done (each names one
+    half or, batched, a few).  A pass that reaches it checks no half (it only moves past
+    the halves those ops removed): a half is never checked for want of reading its op."""
+
+    transaction_end_wait_ms: int = 3_000
+    """How long END_TRANSACTION waits for its half message to be readable (dispatched by
+    the indexer) before answering `Find prepared transaction message failed`.  The
+    producer sends 37 as soon as its send is answered, which can be before the indexer has
+    dispatched the half; the client's own send timeout is 3 s."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port={self.port} must be in 0..65535")
@@ -187,7 +219,10 @@ class RemotingSettings:
                      "offsets_flush_interval_ms", "idle_timeout_ms",
                      "frame_read_timeout_ms", "write_buffer_bytes_max",
                      "write_drain_timeout_ms", "retry_max_times", "reply_push_timeout_ms",
-                     "server_calls_max"):
+                     "server_calls_max", "transaction_check_interval_ms",
+                     "transaction_timeout_ms", "transaction_check_max",
+                     "transaction_halves_per_pass_max", "transaction_ops_per_pass_max",
+                     "transaction_end_wait_ms"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if self.frame_size_bytes_max < 64 * 1024:

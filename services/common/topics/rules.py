@@ -16,6 +16,8 @@ send to one is refused as RocketMQ refuses it (NO_PERMISSION):
 | `SCHEDULE_TOPIC_XXXX`         | delayed messages, written by the broker only               |
 | `RMQ_SYS_*`, `rmq_sys_*`      | transactions, timers, checks (`RMQ_SYS_TRACE_TOPIC` is     |
 |                               | open: RocketMQ clients with tracing on send to it)         |
+| `TRANS_CHECK_MAX_TIME_TOPIC`  | halves checked too often; the two TRANS topics and this    |
+|                               | one are written only by the front's transactions (`routed`)|
 | `OFFSET_MOVED_EVENT`,         | broker events and self tests                               |
 | `SELF_TEST_TOPIC`,            |                                                            |
 | `BenchmarkTest`               |                                                            |
@@ -50,8 +52,15 @@ TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 SYSTEM_PREFIXES = ("RMQ_SYS_", "rmq_sys_")
 """4.x names its system topics in capitals, 5.x in lower case (and this store's group commit
 filler records are `rmq_sys_mqstore_padding`)."""
+TRANSACTION_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANSACTION_OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANSACTION_CHECK_MAX_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRANSACTION_TOPICS = frozenset({TRANSACTION_HALF_TOPIC, TRANSACTION_OP_TOPIC,
+                                TRANSACTION_CHECK_MAX_TOPIC})
+"""Half messages, op messages, and halves checked `transactionCheckMax` times: written only
+by the remoting front's transactions (services/notifier/remoting/transactions.py), routed."""
 SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC, "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT",
-                           "SELF_TEST_TOPIC", "BenchmarkTest"})
+                           "SELF_TEST_TOPIC", "BenchmarkTest", TRANSACTION_CHECK_MAX_TOPIC})
 
 
 def is_system_topic(topic: str) -> bool:
@@ -62,7 +71,10 @@ def is_system_topic(topic: str) -> bool:
 def system_topic_refusal(topic: str, *, send_back: bool, routed: bool = False) -> str | None:
     """Why a produce may not write `topic` (None: it may).  `send_back`: the produce is a
     consumer's send-back of a failed message (only those may write `%RETRY%` topics);
-    `routed`: the broker itself routed it to a `%RETRY%` or `%DLQ%` topic."""
+    `routed`: the broker itself routed it to a `%RETRY%` or `%DLQ%` topic, or a transaction's
+    half, op or checked-too-often message to its topic (`TRANSACTION_TOPICS`)."""
+    if routed and topic in TRANSACTION_TOPICS:
+        return None
     if is_system_topic(topic):
         return f"topic {topic} is a system topic; sending to it is forbidden"
     if routed and topic.startswith((DLQ_PREFIX, RETRY_PREFIX)):

@@ -17,6 +17,11 @@ answered 1 SYSTEM_ERROR with the exception text); the Java producer does not ret
 | 11, 361 pull; 14, 15 query/commit offset                | SUB on topic and group         |
 | 36 send-back                                            | SUB on group and `originTopic` |
 |                                                         | (none named: admin)            |
+| 37 end a transaction                                    | PUB on `topic` (5.x names the  |
+|                                                         | real topic; 4.x and a check's  |
+|                                                         | answer none: signature only,   |
+|                                                         | the half's producer group and  |
+|                                                         | two offsets must match)        |
 | 12 query by key; 29-32 offsets by time, max, min, first | SUB on topic                   |
 | 202 topic stats; 351 topic config                       | SUB on topic                   |
 | 38 consumer list; 41, 42 lock/unlock (body's group)     | SUB on group                   |
@@ -61,6 +66,7 @@ from mqstore.services.auth.addresses import host_of
 from mqstore.services.auth.permissions import ADMIN, Need, Perm, group, topic
 from mqstore.services.auth.remoting_signature import ACCESS_KEY, signature_matches
 from mqstore.services.auth.users import Users
+from mqstore.services.common.topics.rules import TRANSACTION_HALF_TOPIC
 from mqstore.services.notifier.remoting import bodies, codes, headers
 from mqstore.services.notifier.remoting.codes import NO_PERMISSION, RemotingError
 from mqstore.services.notifier.remoting.frame import Command
@@ -164,11 +170,16 @@ def _admin(request: Command) -> list[Need]:
     return [ADMIN]
 
 
+def _end_transaction(request: Command) -> list[Need]:
+    named = headers.optional_text(request, "topic")
+    return [topic(named, Perm.PUB)] if named and named != TRANSACTION_HALF_TOPIC else []
+
+
 NEEDS: dict[int, NeedsOf] = {
     codes.SEND_MESSAGE: _send, codes.SEND_MESSAGE_V2: _send, codes.SEND_BATCH_MESSAGE: _send,
     codes.SEND_REPLY_MESSAGE: _send, codes.SEND_REPLY_MESSAGE_V2: _send,
     codes.PULL_MESSAGE: _group_and_topic, codes.LITE_PULL_MESSAGE: _group_and_topic,
-    codes.CONSUMER_SEND_MSG_BACK: _send_back,
+    codes.CONSUMER_SEND_MSG_BACK: _send_back, codes.END_TRANSACTION: _end_transaction,
     codes.QUERY_CONSUMER_OFFSET: _group_and_topic,
     codes.UPDATE_CONSUMER_OFFSET: _group_and_topic,
     codes.QUERY_MESSAGE: _read_topic, codes.SEARCH_OFFSET_BY_TIMESTAMP: _read_topic,

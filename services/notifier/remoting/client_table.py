@@ -117,6 +117,8 @@ class ClientTable:
         """Client id → entry, in the order last heard from (oldest first)."""
         self._members: dict[str, set[str]] = {}
         """Consumer group → the client ids in it (no empty sets)."""
+        self._producers: dict[str, set[str]] = {}
+        """Producer group → the client ids in it (no empty sets): transaction checks."""
         self._by_connection: dict[int, set[str]] = {}
         """Connection id → the client ids registered on it (no empty sets)."""
         self._locks: dict[LockKey, tuple[str, int]] = {}
@@ -194,17 +196,28 @@ class ClientTable:
     def _index(self, entry: ClientEntry) -> None:
         for group in entry.consumer_groups:
             self._members.setdefault(group, set()).add(entry.client_id)
+        for group in entry.producer_groups:
+            self._producers.setdefault(group, set()).add(entry.client_id)
         self._by_connection.setdefault(entry.connection_id, set()).add(entry.client_id)
 
     def _unindex(self, entry: ClientEntry) -> None:
         for group in entry.consumer_groups:
             _discard(self._members, group, entry.client_id)
+        for group in entry.producer_groups:
+            _discard(self._producers, group, entry.client_id)
         _discard(self._by_connection, entry.connection_id, entry.client_id)
 
     def consumers(self, group: str) -> list[ClientEntry]:
         self.expire()
         return [self._clients[client_id]
                 for client_id in sorted(self._members.get(group, ()))]
+
+    def producer_connections(self, group: str) -> list[int]:
+        """The connections of the live producers of `group`, in client id order (RocketMQ's
+        `ProducerManager#getAvailableChannel` picks among them)."""
+        self.expire()
+        return [self._clients[client_id].connection_id
+                for client_id in sorted(self._producers.get(group, ()))]
 
     def subscription(self, group: str, topic: str) -> Subscription | None:
         found = None

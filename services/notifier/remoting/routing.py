@@ -13,6 +13,7 @@ from mqstore.services.notifier.remoting import (
     retries,
     route,
     send,
+    transactions,
 )
 from mqstore.services.notifier.remoting.context import Handler
 
@@ -32,6 +33,7 @@ HANDLERS: dict[int, Handler] = {
     codes.PULL_MESSAGE: pulls.pull,
     codes.LITE_PULL_MESSAGE: pulls.pull,
     codes.CONSUMER_SEND_MSG_BACK: retries.send_back,
+    codes.END_TRANSACTION: transactions.end_transaction,
     # offsets
     codes.QUERY_CONSUMER_OFFSET: offsets.query_consumer_offset,
     codes.UPDATE_CONSUMER_OFFSET: offsets.update_consumer_offset,

@@ -19,7 +19,8 @@ is stored and not answered.
 |                                                | (retries.py)          |
 | queue id ≥ the topic's write queues            | 1 SYSTEM_ERROR        |
 | empty body, bad topic, too large               | 13 MESSAGE_ILLEGAL    |
-| transaction half message                       | 16 NO_PERMISSION      |
+| transaction half message (not a batch)         | stored as a half      |
+|                                                | (transactions.py)     |
 | writer busy or unreachable                     | 2 SYSTEM_BUSY / 1     |
 """
 
@@ -27,12 +28,13 @@ from __future__ import annotations
 
 from mqstore.services.common.links.forward_wire import (
     KIND_BATCH,
+    KIND_ROUTED,
     KIND_SINGLE,
     ForwardAnswer,
     ForwardRequest,
 )
-from mqstore.services.common.topics.rules import RETRY_PREFIX
-from mqstore.services.notifier.remoting import headers, retries
+from mqstore.services.common.topics.rules import RETRY_PREFIX, TRANSACTION_HALF_TOPIC
+from mqstore.services.notifier.remoting import headers, retries, transactions
 from mqstore.services.notifier.remoting.codes import (
     FLUSH_DISK_TIMEOUT,
     FLUSH_SLAVE_TIMEOUT,
@@ -82,9 +84,8 @@ def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
         raise RemotingError(SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, topic "
                                           f"{topic} has {config.write_queue_nums} write queues")
     sysflag = headers.number(request, "sysFlag", "f", minimum=0, maximum=headers.INT32_MAX)
-    if sysflag & TRANSACTION_PREPARED:
-        raise RemotingError(NO_PERMISSION, "transaction messages are not supported by this "
-                                           "broker")
+    if sysflag & TRANSACTION_PREPARED and request.code == SEND_BATCH_MESSAGE:
+        raise RemotingError(MESSAGE_ILLEGAL, "a batch cannot be a transaction's half message")
     if not request.body:
         raise RemotingError(MESSAGE_ILLEGAL, "the message body is empty")
     properties = (headers.optional_text(request, "properties", "i") or "").encode("utf-8")
@@ -99,6 +100,10 @@ def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
         headers.number(request, "reconsumeTimes", "j", minimum=0,
                        maximum=headers.INT32_MAX, default=0),
         peer.address, topic, properties, bytes(request.body))
+    if sysflag & TRANSACTION_PREPARED:  # a transaction's half (transactions.py)
+        forward = transactions.half_of(forward)
+        if forward.kind == KIND_ROUTED:
+            return forward
     if topic.startswith(RETRY_PREFIX):  # a consumer's own send-back (retries.py)
         return retries.dead_letter_if_spent(front, request, forward)
     return forward
@@ -116,6 +121,8 @@ def answer_of(front: Front, request: Command, forward: ForwardRequest,
                              answer.results),
            "queueId": str(forward.queue_id), "queueOffset": str(answer.results[0][0]),
            "MSG_REGION": front.stamps.region_id, "TRACE_ON": front.stamps.trace_on}
+    if forward.topic == TRANSACTION_HALF_TOPIC:  # the queue asked for, the transaction id
+        ext.update(transactions.half_answer_fields(forward))
     return request.answer(code, ext_fields=ext,
                           remark=answer.reason or None if code != SUCCESS else None)
 

@@ -2,9 +2,10 @@
 
     build: the topic table, the offset table over the group files, the client table, a
            table of held pulls the notifier's notice feed also wakes, the writer link
-    start: listen on `remoting.port`; flush offsets every `offsets_flush_interval_ms`
-    close: stop listening and drop connections, answer held pulls, write the offsets,
-           close the writer link
+    start: listen on `remoting.port`; flush offsets every `offsets_flush_interval_ms`;
+           check transactions every `transaction_check_interval_ms` (transaction_check.py)
+    close: stop the transaction checks, stop listening and drop connections, answer held
+           pulls, write the offsets, close the writer link
 
 Why here and not in a process of its own (RocketMQ 5's proxy): this process already has
 the read-only store view, the held pulls and the indexer's notice stream, so a pull is
@@ -32,6 +33,7 @@ from mqstore.services.notifier.remoting.routing import HANDLERS
 from mqstore.services.notifier.remoting.server import RemotingServer
 from mqstore.services.notifier.remoting.server_calls import ServerCalls
 from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.remoting.transaction_check import TransactionCheck
 from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
@@ -66,6 +68,7 @@ class RemotingFront:
                                   client_groups=clients.groups_of_client)
             if users is not None else None)
         self.server = RemotingServer(self.front, ssl_context=ssl_context)
+        self.transaction_check = TransactionCheck(self.front)
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
@@ -73,9 +76,11 @@ class RemotingFront:
         self._flusher = asyncio.create_task(
             self.front.offsets.flush_loop(self.front.settings.offsets_flush_interval_ms),
             name="remoting-offsets")
+        self.transaction_check.start()
         return port
 
     async def close(self) -> None:
+        await self.transaction_check.close()
         self.held.close()
         await self.server.close()
         if self._flusher is not None:
