@@ -13,6 +13,10 @@ produce that passed its checks, on both fronts (HTTP: a message property `DELAY`
 | a batch (of any size) in which any asks for a     | refused: MESSAGE_ILLEGAL, as RocketMQ  |
 | delay                                              | (its clients refuse it before sending) |
 
+A message asking for a level and a delivery time too (timer_puts.py) stays a delay-level
+message and loses its `TIMER_DELIVER_MS`, `TIMER_DELAY_SEC` and `TIMER_DELAY_MS`, as in
+RocketMQ.
+
 The indexer stamps the schedule entry with its due time (storage/dispatch/dispatcher.py)
 and the writer's schedule puts it back into its own topic and queue when it is due
 (delay_schedule.py), which stores it without this rewrite.  A producer's answer names the
@@ -21,6 +25,7 @@ queue it asked for and the offset in the schedule queue, as RocketMQ answers.
 
 from __future__ import annotations
 
+from mqstore.services.writer.timer_puts import CLIENT_KEYS as TIMER_KEYS
 from mqstore.storage import Message
 from mqstore.storage.format.delay_levels import (
     PROPERTY_DELAY,
@@ -75,6 +80,8 @@ def _to_schedule(message: Message, level: int) -> Message:
              PROPERTY_REAL_QUEUE_ID: str(message.queue_id)}
     if message.properties_encoded is not None:
         properties = decode_properties(message.properties_encoded)
+        for key in TIMER_KEYS:
+            properties.pop(key, None)
         properties.update(moved)
         return Message(SCHEDULE_TOPIC, level - 1, message.body, flag=message.flag,
                        born_host=message.born_host,
@@ -82,7 +89,9 @@ def _to_schedule(message: Message, level: int) -> Message:
                        reconsume_times=message.reconsume_times,
                        properties_encoded=encode_properties(properties))
     return Message(SCHEDULE_TOPIC, level - 1, message.body, tags=message.tags,
-                   keys=message.keys, properties={**(message.properties or {}), **moved},
+                   keys=message.keys, properties={
+                       **{key: value for key, value in (message.properties or {}).items()
+                          if key not in TIMER_KEYS}, **moved},
                    flag=message.flag, born_host=message.born_host,
                    born_timestamp_ms=message.born_timestamp_ms, sysflag=message.sysflag,
                    reconsume_times=message.reconsume_times)

@@ -14,6 +14,8 @@ steps, so a rule holds on every door or on none:
              topics, `topics.auto_create` and `topics.topics_max`
     delayed  a message asking for a delay level is stored in the schedule topic instead
              (delayed_puts.py; delivered back by delay_schedule.py)
+             and one asking for a delivery time in the timer topic (timer_puts.py;
+             delivered back by timer_schedule.py)
     put      one put or one batch put; under sync flush or a sync master the put awaits its
              acknowledgement without blocking the loop (completions.py); counted in the
              writer's metrics
@@ -37,6 +39,7 @@ from mqstore.services.common.topics.queue_choice import RoundRobinQueues
 from mqstore.services.writer.completions import LoopCompletions
 from mqstore.services.writer.delayed_puts import DelayedBatchError, scheduled
 from mqstore.services.writer.metrics import WriterMetrics
+from mqstore.services.writer.timer_puts import TimerIllegal, TimerRules
 from mqstore.services.writer.topic_gate import TopicGate
 from mqstore.storage import (
     BrokerRole,
@@ -89,6 +92,9 @@ class ProduceCore:
         self._batch_messages_max = settings.batch_messages_max
         self._queue_count = settings.topic_queue_count
         self.delay_levels = DelayLevels.parse(config.message_delay_levels)
+        self.timer_rules = TimerRules(
+            precision_ms=settings.timer_precision_ms,
+            max_delay_s=settings.timer_max_delay_s) if settings.timer_enabled else None
         self.queues = RoundRobinQueues(queue_count=settings.topic_queue_count)
         self.master = master if config.role is BrokerRole.FOLLOWER else None
         """A follower's master (its writer refuses every produce), else None."""
@@ -158,9 +164,15 @@ class ProduceCore:
         """Checked and admitted `messages` as they are stored: one asking for a delay level
         goes to the schedule topic to wait (delayed_puts.py); a batch asking refused."""
         try:
-            return scheduled(messages, self.delay_levels, batch=batch)
+            stored = scheduled(messages, self.delay_levels, batch=batch)
         except DelayedBatchError as error:
             raise illegal(str(error)) from None
+        if self.timer_rules is not None:
+            try:
+                stored = self.timer_rules.timed(stored, batch=batch)
+            except TimerIllegal as error:
+                raise illegal(str(error)) from None
+        return stored
 
     @property
     def puts_now(self) -> bool:

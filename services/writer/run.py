@@ -30,6 +30,7 @@ from mqstore.services.writer.delay_schedule import DelaySchedule
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.services.writer.replication_follower import ReplicationClient
 from mqstore.services.writer.replication_master import ReplicationServer
+from mqstore.services.writer.timer_schedule import TimerSchedule
 from mqstore.storage import BrokerRole, ConfigError, MessageStore, StoreConfig
 
 log = logging.getLogger("mqstore.writer")
@@ -101,6 +102,7 @@ async def _serve(config: ServiceConfig) -> int:
         client = None
         forward = None
         schedule = None
+        timers = None
         if server is not None:
             await server.start(store)
         else:
@@ -117,6 +119,8 @@ async def _serve(config: ServiceConfig) -> int:
             if settings.delay_enabled and client is None:
                 schedule = DelaySchedule(app[PRODUCE], store, settings)
                 schedule.start()
+            timers = TimerSchedule.started(app[PRODUCE], store, settings,
+                                           follower=client is not None)
 
             def on_stopping() -> None:
                 app[STATE].stopping = True
@@ -131,6 +135,8 @@ async def _serve(config: ServiceConfig) -> int:
         finally:
             if schedule is not None:
                 await schedule.stop()
+            if timers is not None:
+                await timers.stop()
             if forward is not None:
                 await forward.close()
             if server is not None:
@@ -141,6 +147,8 @@ async def _serve(config: ServiceConfig) -> int:
         store.close()
         if schedule is not None:
             schedule.persist_after_close(clean=store.failure is None)
+        if timers is not None:
+            timers.persist_after_close(clean=store.failure is None)
     failure = store.failure
     log.info("stopped", extra={"clean": failure is None, "failure": failure})
     return 0 if failure is None else 1

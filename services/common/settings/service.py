@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from mqstore.storage import ConfigError
+from mqstore.storage.timer.timer_wheel import SLOTS_TOTAL
 
 MIB = 1 << 20
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -160,6 +161,46 @@ class WriterSettings(ServiceSettings):
     """How often the schedule's progress is written (config/delayOffset.json), as far as its
     delivered copies are flushed: what a crash may deliver twice.  RocketMQ: 10 s."""
 
+    timer_enabled: bool = True
+    """RocketMQ's `timerWheelEnable`: hold messages asking for a delivery time
+    (`TIMER_DELIVER_MS`, `TIMER_DELAY_SEC`, `TIMER_DELAY_MS`) in `rmq_sys_wheel_timer` and
+    deliver them when due (services/writer/timer_schedule.py; a master's writer only).  Off,
+    they are stored at once, as a 4.x broker stores them."""
+
+    timer_precision_ms: int = 1000
+    """RocketMQ's `timerPrecisionMs`: the wheel's slot width.  A due time is floored to it,
+    so a message is delivered up to one precision before and after its time.  Part of the
+    stored form (slot times are in precision units): config/timercheck records it and the
+    writer refuses to start with another."""
+
+    timer_max_delay_s: int = 259_200
+    """RocketMQ's `timerMaxDelaySec` (3 days): a later delivery time is refused
+    (MESSAGE_ILLEGAL with RocketMQ's remark)."""
+
+    timer_roll_window_slots: int = 172_800
+    """RocketMQ's `timerRollWindowSlot` (2 days at 1 s): a message due further ahead is
+    parked this far ahead and put back into the timer topic then (`TIMER_ROLL_TIMES`), so
+    the wheel's 1,209,600 slots never wrap onto a pending one."""
+
+    timer_log_file_size_bytes: int = 100 * MIB
+    """RocketMQ's `mappedFileSizeTimerLog`: one timerlog file, 2,016,000 units of 52 B."""
+
+    timer_flush_interval_ms: int = 1000
+    """RocketMQ's `timerFlushIntervalMs`: timerlog, wheel and config/timercheck are synced
+    this often, the checkpoint only as far as delivered copies are flushed in the commit
+    log.  What a power loss re-enqueues or re-delivers, at most."""
+
+    timer_pass_interval_ms: int = 100
+    """Between two passes of the timer schedule when it has nothing due; it also wakes at
+    each slot boundary, so a slot is delivered within a few ms of its end."""
+
+    timer_enqueues_per_pass_max: int = 20_000
+    """Timer-topic entries one pass moves into the wheel: the enqueue's share of the
+    writer's loop (~25 µs each, so a pass holds the loop ~0.5 s at most)."""
+
+    timer_deliveries_per_pass_max: int = 5000
+    """Due messages one pass puts back: the dequeue's share of the loop per pass."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("request_body_size_bytes_max", "batch_messages_max", "topic_queue_count",
@@ -168,11 +209,20 @@ class WriterSettings(ServiceSettings):
                      "forward_frame_read_timeout_ms", "forward_write_buffer_bytes_max",
                      "forward_write_drain_timeout_ms", "forward_connections_max",
                      "delay_pass_interval_ms", "delay_deliveries_per_pass_max",
-                     "delay_offsets_persist_interval_ms"):
+                     "delay_offsets_persist_interval_ms", "timer_precision_ms",
+                     "timer_max_delay_s", "timer_log_file_size_bytes",
+                     "timer_flush_interval_ms", "timer_pass_interval_ms",
+                     "timer_enqueues_per_pass_max", "timer_deliveries_per_pass_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if not 0 <= self.forward_port <= 65535:
             raise ConfigError(f"forward_port={self.forward_port} must be in 0..65535")
+        if not 2 <= self.timer_roll_window_slots <= SLOTS_TOTAL - 60:
+            raise ConfigError(f"timer_roll_window_slots={self.timer_roll_window_slots} must "
+                              f"be in 2..{SLOTS_TOTAL - 60} (the wheel's reach less a minute)")
+        if self.timer_roll_window_slots * self.timer_precision_ms >= 1 << 30:
+            raise ConfigError("timer_roll_window_slots x timer_precision_ms must stay below "
+                              "2^30 ms: a timerlog unit holds its delay as a 32-bit int")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
