@@ -59,6 +59,29 @@ final class Clients {
         return producer;
     }
 
+    /**
+     * A producer as {@link #producer} makes, with message trace on: the client's send-trace
+     * hook and an inner trace producer writing to RMQ_SYS_TRACE_TOPIC.  The constructor
+     * (group, hook, enableMsgTrace, customizedTraceTopic) is in 4.9.8 and 5.5.0 alike.
+     */
+    static DefaultMQProducer tracedProducer(String namesrv, String group, String instance) {
+        DefaultMQProducer producer =
+            configured(new DefaultMQProducer(group, hook, true, null), namesrv, instance);
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
+        producer.setDefaultTopicQueueNums(4);
+        producer.setRetryTimesWhenSendFailed(0);
+        producer.setRetryTimesWhenSendAsyncFailed(0);
+        return producer;
+    }
+
+    /** A push consumer as {@link #push} makes, with message trace on (consume-trace hook). */
+    static DefaultMQPushConsumer tracedPush(String namesrv, String group, String instance) {
+        DefaultMQPushConsumer consumer = configured(new DefaultMQPushConsumer(group, hook,
+            new AllocateMessageQueueAveragely(), true, null), namesrv, instance);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        return consumer;
+    }
+
     static DefaultLitePullConsumer litePull(String namesrv, String group, String instance) {
         DefaultLitePullConsumer consumer =
             configured(new DefaultLitePullConsumer(group, hook), namesrv, instance);

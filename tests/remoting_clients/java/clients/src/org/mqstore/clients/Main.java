@@ -17,6 +17,8 @@ import java.util.Map;
  *   push-concurrently, push-orderly, push-rebalance (two instances in one group)
  *   retry, dlq     a push consumer's RECONSUME_LATER: redelivery, dead letters (see Redelivery)
  *   delay          Message.setDelayTimeLevel, received after the level's wait (see Delayed)
+ *   request-reply  DefaultMQProducer.request answered by MessageUtil.createReplyMessage (see Reply)
+ *   trace          a traced producer and push consumer, read back from the trace topic (see Traced)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
  *   refused        one send and two route lookups, each reported with its exceptions
  *   check-selftest the Checker against spoiled messages, no server (see SelfTest)
@@ -53,6 +55,12 @@ public final class Main {
         } else if (scenario.equals("delay")) {
             Clients.signWith(args);
             out.putAll(Delayed.run(args));
+        } else if (scenario.equals("request-reply")) {
+            Clients.signWith(args);
+            out.putAll(Reply.run(args));
+        } else if (scenario.equals("trace")) {
+            Clients.signWith(args);
+            out.putAll(Traced.run(args));
         } else {
             Clients.signWith(args);
             out.putAll(Scenarios.run(scenario, args));
