@@ -19,6 +19,9 @@ the others each made sick in a way an alert of the chart's rule file is meant to
 |                  | consumer pulls a backlog                          |                      |
 | obs-busy         | a sync-flush writer admitting one put request at  | WritesRefused        |
 |                  | a time, and two producers                         | (SYSTEM_BUSY)        |
+| obs-dlq          | all three services; a consumer's own retry sends  | DeadLettersGrowing   |
+|                  | past its max reconsume times, two a second, which |                      |
+|                  | the front routes to `%DLQ%obs-dlq`                |                      |
 
 Every pod's data directory is a tmpfs of its own, so "disk filling up" depends only on what
 that pod writes (the machine's disk is shared with other work): 32 GiB for the pods that
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .control_plane import free_port
+from .obs_dead_letters import DeadLetters
 from .obs_stack import CpuQuota, Pod, Workload
 from .prometheus import Target
 
@@ -53,6 +57,7 @@ EXPECTED: dict[str, set[str]] = {
     "MqstorePoolExhausted": {"obs-pool-0"},
     "MqstoreSyncMasterNoFollower": {"obs-nofollower-0"},
     "MqstorePullLatencyHigh": {"obs-slowpull-0"},
+    "MqstoreDeadLettersGrowing": {"obs-dlq-0"},
 }
 """Each broker alert and the pods whose condition causes it: it must fire for each of them
 (its `pod` label says where), and never for the healthy broker."""
@@ -72,7 +77,7 @@ ROOMY_BYTES = 32 * GIB
 class Brokers:
     root: Path
     pods: dict[str, Pod] = field(default_factory=dict)
-    workloads: list[Workload] = field(default_factory=list)
+    workloads: list[Workload | DeadLetters] = field(default_factory=list)
     cgroups: list[CpuQuota] = field(default_factory=list)
 
     def add(self, pod: Pod) -> Pod:
@@ -187,7 +192,14 @@ def start_busy(brokers: Brokers) -> Sicken:
     return sicken
 
 
-SICK = (start_disk, start_lag, start_pool, start_nofollower, start_slowpull, start_busy)
+def start_dlq(brokers: Brokers) -> Sicken:
+    pod = brokers.add(Pod(brokers.root, "obs-dlq"))
+    pod.on_tmpfs(ROOMY_BYTES).start_all()
+    return lambda: brokers.workloads.append(DeadLetters(pod).start())
+
+
+SICK = (start_disk, start_lag, start_pool, start_nofollower, start_slowpull, start_busy,
+        start_dlq)
 
 
 def broken_webhook(namespace: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The chart's dashboards and alerts against a real Prometheus (Debian's) scraping real
 services and the real operator.
 
-One Prometheus for the whole module, scraping a healthy broker and five sick ones
+One Prometheus for the whole module, scraping a healthy broker and the sick ones
 (e2e/obs_scenarios.py) plus the operator, with the chart's rule file loaded with every
 `for:` at 0 s.  Every panel query of every dashboard must parse and return numbers for the
 healthy broker; every alert must fire for the pods whose condition it describes and never

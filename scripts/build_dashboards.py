@@ -218,11 +218,42 @@ def _overview_flow() -> list[dict[str, Any]]:
     ]
 
 
+def _overview_retries() -> list[dict[str, Any]]:
+    """Consumers' send-backs, dead letters and the delay schedule (docs/remoting.md)."""
+    s = sel()
+    return [
+        row("Retries, dead letters and delays"),
+        panel("Send-backs", "reqps", [
+            (f"sum by (outcome) (rate(mqstore_remoting_send_backs_total{s}{RATE}))",
+             "{{outcome}}")],
+            description="Consumers' send-backs of failed messages (remoting code 36) per "
+                        "second: stored for a retry, stored as a dead letter, or refused "
+                        "(the client then sends the message to its retry topic itself)."),
+        panel("Dead-lettered messages", "short", [
+            (f"sum by (path) (increase(mqstore_remoting_dead_letters_total{s}{RATE}))",
+             "{{path}}")],
+            description="Messages moved to a %DLQ% topic per interval: by a send-back past "
+                        "the max reconsume times, or a client's own retry send past it. "
+                        "They are never delivered again: mqstore admin retries lists them."),
+        panel("Delayed messages", "ops", [
+            (f"sum (rate(mqstore_delay_messages_scheduled_total{s}{RATE}))", "scheduled"),
+            (f"sum (rate(mqstore_delay_messages_delivered_total{s}{RATE}))", "delivered"),
+            (f"sum (rate(mqstore_delay_messages_skipped_total{s}{RATE}))", "skipped")],
+            description="Messages per second moved into the schedule topic (delay levels "
+                        "and retries), put back into their topic when due, and skipped as "
+                        "undeliverable (the writer logs each)."),
+        panel("Delayed messages waiting", "short", [
+            (f"sum by (level) (mqstore_delay_messages_waiting{s})", "level {{level}}")],
+            description="Messages in the schedule topic not yet due, per delay level; a "
+                        "level that only grows is not being delivered."),
+    ]
+
+
 def overview() -> dict[str, Any]:
-    items = [*_overview_rate_and_disk(), *_overview_flow()]
+    items = [*_overview_rate_and_disk(), *_overview_flow(), *_overview_retries()]
     return dashboard("mqstore-overview", "mqstore / Broker overview",
                      "Produce and pull rates, latency, durability lags, disk, dispatch, "
-                     "replication and errors of one broker.", items,
+                     "replication, errors, retries and delays of one broker.", items,
                      namespace_metric="mqstore_segments")
 
 

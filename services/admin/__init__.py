@@ -7,6 +7,7 @@ RocketMQ's operators do with mqadmin.
     topics.py     topics: list, describe, create, delete
     groups.py     groups: list, describe (committed offsets and lag), reset
     messages.py   messages by key, by msg id, by queue offset
+    retries.py    retry and dead letter topics per group, delayed messages per level
     status.py     broker status: readiness, replication, dispatch
     parser.py     the argparse tree and the one handler `mqstore admin` runs
 

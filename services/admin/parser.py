@@ -4,6 +4,7 @@
     mqstore admin groups list | describe GROUP [--topic T]
                         | reset GROUP --topic T (--offset N | --time ISO | --timestamp-ms MS)
     mqstore admin messages key TOPIC KEY | id MSG_ID | offset TOPIC QUEUE OFFSET
+    mqstore admin retries [--group G] | delays
     mqstore admin status
 
 Every leaf takes the same options (where the services are, the keys to sign with, the output
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mqstore.services.admin import groups, messages, status, topics
+from mqstore.services.admin import groups, messages, retries, status, topics
 from mqstore.services.admin.client import EXIT_FAILED, AdminClient, AdminError
 from mqstore.services.admin.context import Admin
 from mqstore.services.admin.endpoints import find_endpoints
@@ -46,8 +47,8 @@ if TYPE_CHECKING:  # argparse's class is generic only to the type checker
 def add_admin(commands: SubParsers) -> None:
     """Register `mqstore admin` on the CLI's subcommands (services/cli/command.py)."""
     admin = commands.add_parser(
-        "admin", help="administer running services: topics, groups, messages, status "
-                      "(see mqstore admin -h; docs/admin.md)",
+        "admin", help="administer running services: topics, groups, messages, retries, "
+                      "delays, status (see mqstore admin -h; docs/admin.md)",
         description="Administer a running deployment over the services' HTTP APIs "
                     "(docs/admin.md names the call each command makes).")
     areas = admin.add_subparsers(dest="admin_area", required=True, metavar="AREA")
@@ -55,6 +56,12 @@ def add_admin(commands: SubParsers) -> None:
     _add_topics(areas, common)
     _add_groups(areas, common)
     _add_messages(areas, common)
+    _leaf(areas, "retries", common, "each group's retry and dead letter topics with their "
+          "message counts (GET /v1/retries)",
+          lambda admin, a: retries.retries(admin, group=a.group)).add_argument(
+              "--group", help="only this consumer group (default: every group with one)")
+    _leaf(areas, "delays", common, "messages waiting per delay level (GET /v1/delays)",
+          lambda admin, a: retries.delays(admin))
     leaf = areas.add_parser("status", parents=[common], help="readiness of each service, "
                             "replication, dispatch")
     leaf.set_defaults(handler=run, admin_action=None)

@@ -17,6 +17,8 @@
 |          |                                                         | topic before it is read)   |
 | notifier | GET  /v1/topics                                         | any user                   |
 | notifier | GET  /v1/groups                                         | admin (every group's name) |
+| notifier | GET  /v1/retries, /v1/delays                            | admin (every group's name; |
+|          |                                                         | the schedule's progress)   |
 | notifier | PUT, DELETE /v1/topics/{topic}                          | admin (as RocketMQ's topic |
 |          |                                                         | admin codes)               |
 | indexer  | GET  /v1/notices                                        | admin (every topic's       |
@@ -85,6 +87,8 @@ NOTIFIER_RULES: RouteRules = {
     ("GET", "/v1/messages/{physical_offset}"): _admin,
     ("GET", "/v1/topics"): _any_user,
     ("GET", "/v1/groups"): _admin,
+    ("GET", "/v1/retries"): _admin,
+    ("GET", "/v1/delays"): _admin,
     ("GET", "/v1/topics/{topic}/queues"): _read_topic,
     ("PUT", "/v1/topics/{topic}"): _admin,
     ("DELETE", "/v1/topics/{topic}"): _admin,

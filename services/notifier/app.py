@@ -10,6 +10,8 @@
     GET  /v1/messages/{physical_offset}                  lookup by commit log position
     GET  /v1/topics, /v1/topics/{topic}/queues           topics; queues with min/max offsets
     PUT, DELETE /v1/topics/{topic}                       create, delete a topic (topic_admin.py)
+    GET  /v1/retries?group=, /v1/delays                  retry and dead letter topics per group,
+                                                         waiting delayed messages (retry_status.py)
     GET  /healthz /readyz /metrics /openapi.json
 
 A pure builder: nothing starts until the app runs.  Then its cleanup context starts the
@@ -50,6 +52,7 @@ from mqstore.services.notifier.notices import NoticeFeed, NoticeStream, notice_s
 from mqstore.services.notifier.openapi import notifier_openapi
 from mqstore.services.notifier.pulls import Puller
 from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.retry_status import RetryStatus
 from mqstore.services.notifier.topic_admin import TopicAdmin
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
@@ -98,7 +101,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     held = HeldPulls(held_max=settings.held_requests_max,
                      held_per_client_max=settings.held_requests_per_client_max)
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
-                                                            state.stream.connected))
+                                                            state.stream.connected),
+                              retry_counts=remoting.front.retry_counts if remoting else None)
     feed = NoticeFeed(view, held, metrics)
     puller = Puller(view, held, metrics, behind_bytes_max=behind_bytes_max(
         settings.pull_from_follower_memory_ratio),
@@ -120,7 +124,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                                        access])
     expect = body_size_expect_handler(body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX)
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
-    _add_routes(app.router, handlers, admin, expect)
+    _add_routes(app.router, handlers, admin, RetryStatus(view, topic_names=admin.names),
+                expect)
     app.cleanup_ctx.append(_background(feed, settings, state, indexer_ssl,
                                        notice_signer(users, auth)
                                        if users and settings.indexer_url else None))
@@ -149,7 +154,7 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
 
 
 def _add_routes(router: web.UrlDispatcher, handlers: NotifierHandlers, admin: TopicAdmin,
-                expect: ExpectHandler) -> None:
+                retry_status: RetryStatus, expect: ExpectHandler) -> None:
     """The notifier's routes (the common ones come from add_common_routes)."""
     router.add_get("/v1/topics/{topic}/queues/{queue_id}/messages", handlers.pull, name="pull",
                    allow_head=False)
@@ -167,6 +172,8 @@ def _add_routes(router: web.UrlDispatcher, handlers: NotifierHandlers, admin: To
     router.add_get("/v1/topics/{topic}/queues", handlers.queues, allow_head=False)
     router.add_put("/v1/topics/{topic}", admin.create)
     router.add_delete("/v1/topics/{topic}", admin.delete)
+    router.add_get("/v1/retries", retry_status.retries, allow_head=False)
+    router.add_get("/v1/delays", retry_status.delays, allow_head=False)
 
 
 def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState,

@@ -14,6 +14,11 @@
     mqstore_notifier_queues                         consume queues the view knows
     mqstore_notifier_committed_position_bytes             committed end the writer published
     mqstore_notifier_dispatched_position_bytes      the indexer's published dispatch position
+    mqstore_remoting_send_backs_total{outcome}      with the remoting front: send-backs (36)
+                                                    answered: retry, dead_letter, refused
+    mqstore_remoting_dead_letters_total{path}       messages sent to a %DLQ% topic: by a
+                                                    send_back, or a client's own retry_send
+                                                    past its max (remoting/retry_counts.py)
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from prometheus_client import Counter, Histogram
 from mqstore.services.common.observability.metrics import (
     CounterSpec,
     GaugeSpec,
+    GaugeValue,
     new_registry,
     timing_middleware,
 )
 from mqstore.services.notifier.held import CAUSES, HeldPulls
+from mqstore.services.notifier.remoting.retry_counts import RetryCounts
 from mqstore.storage.reads.store_view import StoreView
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -51,10 +58,30 @@ def held_marker(request: web.Request) -> Callable[[], None]:
     return mark
 
 
+def retry_metrics(counts: RetryCounts) -> list[GaugeSpec]:
+    """The remoting front's send-backs and dead letters (remoting/retry_counts.py)."""
+    def by_label(totals: dict[str, int]) -> Callable[[], GaugeValue]:
+        return lambda: {(label,): float(total) for label, total in totals.items()}
+
+    return [
+        CounterSpec("mqstore_remoting_send_backs_total",
+                    "Consumers' send-backs of failed messages (CONSUMER_SEND_MSG_BACK) "
+                    "answered, by outcome: retry, dead_letter, refused.",
+                    by_label(counts.send_backs), labels=("outcome",)),
+        CounterSpec("mqstore_remoting_dead_letters_total",
+                    "Messages sent to a dead letter queue (%DLQ%<group>), by path: "
+                    "send_back, or a client's own retry_send past its max.",
+                    by_label(counts.dead_letters), labels=("path",)),
+    ]
+
+
 class NotifierMetrics:
     def __init__(self, view: StoreView, held: HeldPulls,
-                 stream_connected: Callable[[], bool]) -> None:
+                 stream_connected: Callable[[], bool], *,
+                 retry_counts: RetryCounts | None = None) -> None:
+        """`retry_counts`: the remoting front's, when the notifier serves one."""
         self.registry = new_registry([
+            *(retry_metrics(retry_counts) if retry_counts is not None else ()),
             GaugeSpec("mqstore_pull_held_requests", "Pulls held waiting for data.",
                       lambda: held.held_count),
             GaugeSpec("mqstore_notice_stream_connected",

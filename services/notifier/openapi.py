@@ -30,8 +30,8 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying."
 INTEGER = {"type": "integer", "minimum": 0}
 OFFSET = openapi.integer_schema(maximum=OFFSET_MAX)
 TIMESTAMP_MS = openapi.integer_schema(maximum=TIMESTAMP_MS_MAX)
-GROUP = {"name": "group", "in": "path", "required": True,
-         "schema": openapi.name_schema(size_bytes_max=GROUP_NAME_BYTES_MAX)}
+GROUP_NAME = openapi.name_schema(size_bytes_max=GROUP_NAME_BYTES_MAX)
+GROUP = {"name": "group", "in": "path", "required": True, "schema": GROUP_NAME}
 QUEUE_ID = {"name": "queue_id", "in": "path", "required": True,
             "schema": openapi.integer_schema(maximum=QUEUE_ID_MAX)}
 
@@ -103,6 +103,54 @@ GROUPS_SCHEMA: dict[str, Any] = {
         "type": "object", "additionalProperties": False, "required": ["group", "topics"],
         "properties": {"group": {"type": "string"},
                        "topics": {"type": "array", "items": {"type": "string"}}}}}}}
+
+
+NULLABLE_INTEGER = {"type": ["integer", "null"], "minimum": 0}
+QUEUES_SCHEMA: dict[str, Any] = {"type": "array", "items": {
+    "type": "object", "additionalProperties": False,
+    "required": ["queue_id", "min_offset", "max_offset"],
+    "properties": {"queue_id": INTEGER, "min_offset": INTEGER, "max_offset": INTEGER}}}
+GROUP_TOPIC_SCHEMA: dict[str, Any] = {
+    "type": ["object", "null"], "additionalProperties": False,
+    "required": ["topic", "queues", "messages"],
+    "properties": {"topic": {"type": "string"}, "queues": QUEUES_SCHEMA,
+                   "messages": {**INTEGER, "description": "max_offset - min_offset, summed "
+                                                          "over the queues."}}}
+RETRIES_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["groups"],
+    "properties": {"groups": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False,
+        "required": ["group", "retry", "dead_letter"],
+        "properties": {"group": {"type": "string"}, "retry": GROUP_TOPIC_SCHEMA,
+                       "dead_letter": GROUP_TOPIC_SCHEMA}}}}}
+DELAYS_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["topic", "levels", "waiting"],
+    "properties": {"topic": {"type": "string"}, "waiting": INTEGER, "levels": {
+        "type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["level", "delay_ms", "queue_id", "min_offset", "max_offset",
+                         "next_offset", "waiting"],
+            "properties": {"level": INTEGER, "queue_id": INTEGER, "min_offset": INTEGER,
+                           "max_offset": INTEGER, "waiting": INTEGER,
+                           "delay_ms": {**NULLABLE_INTEGER, "description":
+                                        "null: a queue past store.message_delay_levels."},
+                           "next_offset": {**INTEGER, "description":
+                                           "The schedule's next offset to deliver, from "
+                                           "config/delayOffset.json."}}}}}}
+
+
+def _retry_paths() -> dict[str, Any]:
+    """GET /v1/retries and GET /v1/delays (retry_status.py)."""
+    return {
+        "/v1/retries": _get(
+            "Each consumer group's retry and dead letter topics, with their queues and "
+            "message counts.",
+            [_query("group", "Only this group.", schema=GROUP_NAME)], RETRIES_SCHEMA),
+        "/v1/delays": _get(
+            "Each delay level's schedule queue, the schedule's next offset and the messages "
+            "still waiting.", [], DELAYS_SCHEMA, extra={
+                "500": openapi.error_response("config/delayOffset.json cannot be read.")}),
+    }
 
 
 def _query(name: str, description: str, *, required: bool = False,
@@ -208,6 +256,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings, *,
                                  "Replace the stored offsets (may move them back)."}}}
     return {
         **_pull_paths(topic, settings),
+        **_retry_paths(),
         "/v1/topics/{topic}": _topic_admin(topic, queue_count_max=queue_count_max),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",

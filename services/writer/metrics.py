@@ -27,6 +27,9 @@
     mqstore_recovery_truncated_bytes_total          tail bytes that recovery cut off
     mqstore_recovery_damaged_ranges                 damaged ranges this open's recovery found
     mqstore_replication_*                           see replication_status.py
+    mqstore_delay_messages_scheduled_total          produces moved to the schedule topic
+                                                    (ProduceCore.delayed); the schedule's
+                                                    own series: delay_metrics.py
 
 The counters are the engine's own totals (storage/stats.py), read at scrape time; they count
 since the process opened the store, so a restart resets them as Prometheus expects.
@@ -37,12 +40,14 @@ same values for other processes (the indexer).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
 from mqstore.services.common.observability.metrics import (
+    CallbackMetrics,
     CounterSpec,
     GaugeSpec,
     GaugeValue,
@@ -171,12 +176,20 @@ class WriterMetrics:
                 "mqstore_replication_sync_ack_latency_seconds",
                 "From a sync-master append to a follower's confirmation of it.",
                 buckets=LATENCY_BUCKETS_S, registry=self.registry).observe
+        self.delay_scheduled = Counter(
+            "mqstore_delay_messages_scheduled_total",
+            "Produces asking for a delay level, moved to the schedule topic to wait "
+            "(counted before their put).", registry=self.registry)
         # Label children resolved once: `.labels()` costs a lock and a dict lookup.
         self._messages_by_status = {status: self.put_messages.labels(status=status.value)
                                     for status in PutStatus}
 
     def count_messages(self, status: PutStatus, count: int) -> None:
         self._messages_by_status[status].inc(count)
+
+    def add(self, specs: Sequence[GaugeSpec]) -> None:
+        """Serve the series of a part made after the app (the delay schedule: run.py)."""
+        self.registry.register(CallbackMetrics(specs))
 
     def middleware(self, endpoints: frozenset[str]) -> Any:
         """Time and count requests to the routes named in `endpoints` (the put routes)."""

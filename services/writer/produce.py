@@ -50,7 +50,7 @@ from mqstore.storage import (
     TopicNameError,
     validate_topic,
 )
-from mqstore.storage.format.delay_levels import DelayLevels
+from mqstore.storage.format.delay_levels import SCHEDULE_TOPIC, DelayLevels
 from mqstore.storage.log.publisher import PositionsPublisher
 
 MESSAGE_ILLEGAL = PutStatus.MESSAGE_ILLEGAL.value
@@ -172,6 +172,9 @@ class ProduceCore:
                 stored = self.timer_rules.timed(stored, batch=batch)
             except TimerIllegal as error:
                 raise illegal(str(error)) from None
+        if stored is not messages:  # one or more moved: rare, so counted only here
+            self._metrics.delay_scheduled.inc(
+                sum(message.topic == SCHEDULE_TOPIC for message in stored))
         return stored
 
     @property

@@ -19,13 +19,16 @@ import dataclasses
 import logging
 import socket
 
+from aiohttp import web
+
 from mqstore.services.auth import users_of
 from mqstore.services.common.observability.logs import configure_logging
 from mqstore.services.common.process.lifecycle import serve
 from mqstore.services.common.process.loops import run_service
-from mqstore.services.common.settings.config_file import ServiceConfig
+from mqstore.services.common.settings.config_file import ServiceConfig, WriterSettings
 from mqstore.services.common.settings.tls import client_context, server_context
-from mqstore.services.writer.app import PRODUCE, STATE, create_app
+from mqstore.services.writer.app import METRICS, PRODUCE, STATE, create_app
+from mqstore.services.writer.delay_metrics import delay_schedule_metrics
 from mqstore.services.writer.delay_schedule import DelaySchedule
 from mqstore.services.writer.forward_server import ForwardServer
 from mqstore.services.writer.replication_follower import ReplicationClient
@@ -89,6 +92,17 @@ def writer_store_config(store: StoreConfig) -> StoreConfig:
     return dataclasses.replace(store, dispatch_enabled=False, positions_publish_enabled=True)
 
 
+def start_delay_schedule(app: web.Application, store: MessageStore,
+                         settings: WriterSettings) -> DelaySchedule:
+    """A master's delay schedule over the app's produce core, its series served on the app's
+    /metrics (delay_metrics.py), started on the running loop."""
+    core = app[PRODUCE]
+    schedule = DelaySchedule(core, store, settings)
+    app[METRICS].add(delay_schedule_metrics(schedule, levels=core.delay_levels))
+    schedule.start()
+    return schedule
+
+
 async def _serve(config: ServiceConfig) -> int:
     config = resolve_role(config, hostname=socket.gethostname())
     settings = config.writer
@@ -117,8 +131,7 @@ async def _serve(config: ServiceConfig) -> int:
             if forward is not None:
                 await forward.start(data_dir=config.data_dir)
             if settings.delay_enabled and client is None:
-                schedule = DelaySchedule(app[PRODUCE], store, settings)
-                schedule.start()
+                schedule = start_delay_schedule(app, store, settings)
             timers = TimerSchedule.started(app[PRODUCE], store, settings,
                                            follower=client is not None)
 

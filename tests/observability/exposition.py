@@ -1,9 +1,10 @@
 """What each service really exposes on /metrics, gathered from apps served in-process.
 
 Every series family a service can expose is made to appear: the writer as a sync master with
-the pool and in-process dispatch (pool, replication master and dispatch series) and as a
-follower (its replication client's series), the indexer and the notifier on the same
-directory (split mode), and the operator's registry.  A labelled family with no child yet
+the pool, in-process dispatch and its delay schedule (pool, replication master, dispatch and
+delay series) and as a follower (its replication client's series), the indexer and the
+notifier on the same directory (split mode), a notifier serving the remoting front (its
+send-back and dead letter series), and the operator's registry.  A labelled family with no child yet
 still shows its HELP and TYPE lines, so the families are complete even when idle.
 """
 
@@ -19,11 +20,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mqstore.operator import metrics as operator_metrics
 from mqstore.services.common.settings.config_file import IndexerSettings, WriterSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.indexer.app import create_app as create_indexer_app
 from mqstore.services.indexer.notices import NoticeHub
+from mqstore.services.notifier import create_app as create_notifier_app
+from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.services.writer import create_app as create_writer_app
+from mqstore.services.writer.run import start_delay_schedule
 from mqstore.storage import BrokerRole, Message, MessageStore
 from mqstore.storage.dispatch.indexer import Indexer
+from mqstore.storage.files.consumer_offsets import ConsumerOffsets
+from mqstore.storage.reads.store_view import StoreView
 from tests.conftest import small_config
 from tests.services.notifier_stack import notifier_app, settings, wait_connected
 from tests.services.test_replication_loopback import following, open_master, serving, until
@@ -78,10 +85,17 @@ async def writer_families(directory: Path) -> dict[str, Family]:
     try:
         async with serving(master, server), following(follower, server.port) as client:
             await until(lambda: client.state.connected and client.lag_bytes is not None)
-            async with TestClient(TestServer(create_writer_app(master, WriterSettings()))) as http:
-                response = await http.post("/v1/topics/T/messages", json={"body": "x"})
-                assert response.status == 200, await response.text()
-                merge(found, parse(await _get(http), "writer"))
+            app = create_writer_app(master, WriterSettings())
+            # The master's delay schedule, wired as services/writer/run.py wires it.
+            schedule = start_delay_schedule(app, master, WriterSettings())
+            try:
+                async with TestClient(TestServer(app)) as http:
+                    response = await http.post("/v1/topics/T/messages", json={"body": "x"})
+                    assert response.status == 200, await response.text()
+                    merge(found, parse(await _get(http), "writer"))
+            finally:
+                await schedule.stop()
+                schedule.persist_after_close(clean=False)
             app = create_writer_app(follower, WriterSettings(), follower=client)
             async with TestClient(TestServer(app)) as http:
                 merge(found, parse(await _get(http), "writer"))
@@ -119,6 +133,20 @@ async def split_families(directory: Path) -> dict[str, Family]:
         indexer.close()
         writer.close()
     return found
+
+
+async def remoting_families(directory: Path) -> dict[str, Family]:
+    """A notifier serving the remoting front (not listening for clients' traffic here)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    view = StoreView.open(directory, indexer_config())
+    try:
+        offsets = ConsumerOffsets(directory, lock_timeout_ms=1000)
+        front = RemotingFront(view, offsets, RemotingSettings(port=0), queue_count_max=8)
+        app = create_notifier_app(view, offsets, settings(), remoting=front)
+        async with TestClient(TestServer(app)) as client:
+            return parse(await _get(client), "notifier")
+    finally:
+        view.close()
 
 
 def operator_families() -> dict[str, Family]:

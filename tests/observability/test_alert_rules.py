@@ -12,12 +12,26 @@ ISSUE_ALERTS = {
     "MqstorePoolExhausted", "MqstorePullLatencyHigh", "MqstoreOperatorReconcileFailures"}
 """Issue 8's list: disk filling, writes refused, flush lag, dispatch lag, replication lag or no
 follower under SYNC_MASTER, pool exhausted, pull latency, operator reconcile failures."""
+RETRY_ALERTS = {"MqstoreDeadLettersGrowing"}
+"""Retries and dead letters: messages that keep going to a DLQ."""
 
 
 def test_the_issue_alerts_are_all_there_once() -> None:
     names = [rule["alert"] for rule in alert_rules()]
     assert len(names) == len(set(names))
-    assert set(names) == ISSUE_ALERTS
+    assert set(names) == ISSUE_ALERTS | RETRY_ALERTS
+
+
+def test_the_dead_letter_alert_watches_the_fronts_dead_letters_per_pod() -> None:
+    """It fires on a growing count of dead letters (an increase over a window), per pod
+    (a notifier's counter is its own), whatever the path that sent them there."""
+    (rule,) = [rule for rule in alert_rules() if rule["alert"] in RETRY_ALERTS]
+    documented = documented_metrics()
+    assert metric_families_in(rule["expr"], documented) == {
+        "mqstore_remoting_dead_letters_total"}
+    assert "increase(mqstore_remoting_dead_letters_total[" in rule["expr"]
+    assert "sum by (namespace, broker, pod)" in rule["expr"]
+    assert "path" not in rule["expr"]
 
 
 def test_every_alert_is_complete() -> None:

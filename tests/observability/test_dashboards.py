@@ -103,6 +103,31 @@ def test_only_documented_metrics_are_queried() -> None:
             assert not unknown, f"{name}: {sorted(unknown)} not in docs/metrics.md"
 
 
+def test_the_overview_has_a_retries_row_with_every_retry_and_delay_series() -> None:
+    """The row "Retries, dead letters and delays": send-backs by outcome, dead letters by
+    path, the schedule's flow and what waits per level; nothing else queried there."""
+    board = dashboards()["mqstore-overview.json"]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    current: list[dict[str, Any]] = []
+    for item in board["panels"]:
+        if item["type"] == "row":
+            current = rows.setdefault(item["title"], [])
+        else:
+            current.append(item)
+    row = rows["Retries, dead letters and delays"]
+    documented = documented_metrics()
+    queried = {family for panel in row for target in panel["targets"]
+               for family in metric_families_in(target["expr"], documented)}
+    assert queried == {"mqstore_remoting_send_backs_total",
+                       "mqstore_remoting_dead_letters_total",
+                       "mqstore_delay_messages_scheduled_total",
+                       "mqstore_delay_messages_delivered_total",
+                       "mqstore_delay_messages_skipped_total",
+                       "mqstore_delay_messages_waiting"}
+    legends = {target["legendFormat"] for panel in row for target in panel["targets"]}
+    assert {"{{outcome}}", "{{path}}", "level {{level}}"} <= legends
+
+
 def test_the_generator_reproduces_the_committed_files() -> None:
     """scripts/build_dashboards.py made the files; a hand edit would be lost on its next
     run, so the files must be exactly its output."""

@@ -12,8 +12,22 @@ import pytest
 
 from mqstore.operator import metrics as operator_metrics
 
-from .exposition import Family, merge, operator_families, split_families, writer_families
-from .reference import Documented, documented_metrics
+from .exposition import (
+    Family,
+    merge,
+    operator_families,
+    remoting_families,
+    split_families,
+    writer_families,
+)
+from .reference import (
+    Documented,
+    alert_rules,
+    dashboards,
+    documented_metrics,
+    metric_families_in,
+    panels,
+)
 
 UNIT_SUFFIXES = {"_bytes": "bytes", "_seconds": "seconds", "_ratio": "ratio"}
 NAME = re.compile(r"^mqstore_[a-z][a-z0-9_]*[a-z0-9]$")
@@ -27,6 +41,7 @@ def exposed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Family]:
         found: dict[str, Family] = {}
         merge(found, await writer_families(directory / "writer"))
         merge(found, await split_families(directory / "split"))
+        merge(found, await remoting_families(directory / "remoting"))
         return found
 
     found = asyncio.run(gather())
@@ -43,6 +58,20 @@ def test_every_exposed_family_is_documented_and_every_documented_one_exposed(
         exposed: dict[str, Family], documented: dict[str, Documented]) -> None:
     assert sorted(set(exposed) - set(documented)) == [], "exposed but not in docs/metrics.md"
     assert sorted(set(documented) - set(exposed)) == [], "documented but never exposed"
+
+
+def test_every_dashboard_and_alert_expression_names_an_exposed_family(
+        exposed: dict[str, Family], documented: dict[str, Documented]) -> None:
+    """Straight against what the services serve, not only the table: a panel or an alert on
+    a series nothing exports would show nothing, or never fire."""
+    expressions = [(f"{name} / {panel['title']}", target["expr"])
+                   for name, board in dashboards().items() for panel in panels(board)
+                   for target in panel["targets"]]
+    expressions += [(rule["alert"], rule["expr"]) for rule in alert_rules()]
+    for where, expression in expressions:
+        families = metric_families_in(expression, documented)
+        assert families, where
+        assert families <= set(exposed), (where, sorted(families - set(exposed)))
 
 
 def test_types_and_services_match(exposed: dict[str, Family],

@@ -19,6 +19,7 @@ from mqstore.services.notifier.remoting.access import RemotingAccess
 from mqstore.services.notifier.remoting.client_table import ClientTable
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.offset_table import OffsetTable
+from mqstore.services.notifier.remoting.retry_counts import RetryCounts
 from mqstore.services.notifier.remoting.server_calls import ServerCalls
 from mqstore.services.notifier.remoting.stamps import PropertyStamps
 from mqstore.services.notifier.remoting.topics import TopicTable
@@ -62,6 +63,8 @@ class Front:
     on_woken: Callable[[str], None] = lambda cause: None
     """Counts why a held pull woke (the notifier's wake-up metrics, shared with its HTTP
     pulls); the notifier sets it when it serves the front."""
+    retry_counts: RetryCounts = dataclasses.field(default_factory=RetryCounts)
+    """Send-backs and dead letters (retries.py counts; the notifier's metrics read)."""
 
     @property
     def broker_address(self) -> str:

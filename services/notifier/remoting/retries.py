@@ -28,6 +28,10 @@ path redelivers without bound.
 Dead letter and retry topics have one queue, as RocketMQ's (`DLQ_NUMS_PER_GROUP`, the
 group's `retryQueueNums`); a dead letter topic is routed once it holds a message, so
 `mqadmin` and a pull consumer read it.
+
+Each send-back is counted by outcome, and each message sent to a dead letter queue by its
+path (retry_counts.py): the notifier's `mqstore_remoting_send_backs_total{outcome}` and
+`mqstore_remoting_dead_letters_total{path}`, which the chart's DLQ alert watches.
 """
 
 from __future__ import annotations
@@ -56,7 +60,18 @@ HOST_FAMILY_BITS = 0x30
 
 
 async def send_back(front: Front, request: Command, peer: Peer) -> Command:
-    """CONSUMER_SEND_MSG_BACK (36)."""
+    """CONSUMER_SEND_MSG_BACK (36), counted by outcome (retry_counts.py)."""
+    try:
+        topic = await _sent_back(front, request)
+    except Exception:  # any answer but SUCCESS: the client sends the message itself
+        front.retry_counts.send_back("refused")
+        raise
+    front.retry_counts.send_back("dead_letter" if topic.startswith(DLQ_PREFIX) else "retry")
+    return request.answer(SUCCESS)
+
+
+async def _sent_back(front: Front, request: Command) -> str:
+    """Store the copy a send-back asks for; the topic it went to."""
     offset = headers.number(request, "offset", minimum=0)
     group = headers.text(request, "group")
     front.topics.check_name(RETRY_PREFIX + group)
@@ -89,7 +104,7 @@ async def send_back(front: Front, request: Command, peer: Peer) -> Command:
         encode_properties(properties), bytes(original.body)))
     if not answer.results:
         raise RemotingError(SYSTEM_ERROR, f"{answer.status}: {answer.reason}")
-    return request.answer(SUCCESS)
+    return topic
 
 
 def max_reconsume_times(front: Front, request: Command, *aliases: str) -> int:
@@ -114,5 +129,6 @@ def dead_letter_if_spent(front: Front, request: Command,
     front.topics.check_name(topic)
     properties = decode_properties(forward.properties)
     properties[PROPERTY_DELAY] = "-1"
+    front.retry_counts.retry_send_dead_lettered()
     return forward._replace(kind=KIND_ROUTED, queue_id=0, topic=topic,
                             properties=encode_properties(properties))
