@@ -76,7 +76,8 @@ async def _sends(client: RemotingClient) -> list[tuple[bytes, str]]:
         assert answer.code == codes.SUCCESS, answer.remark
         assert answer.ext_fields["queueOffset"] == str(index)
         assert len(answer.ext_fields["msgId"]) == 32
-        # stored with the broker's stamps after the client's own (stamps.py)
+        # stored with the broker's stamps after the client's own
+        # (services/notifier/remoting/stamps.py)
         sent.append((f"single {index}".encode(), props + STAMPS))
     entries = [(f"batch {index}".encode(), properties(TAGS="TagC", UNIQ_KEY=f"CD{index:030X}"))
                for index in range(3)]

@@ -1,7 +1,8 @@
 """Request-reply and the broker's stamps, handler by handler: SEND_REPLY_MESSAGE_V2 (325)
 pushes the reply to its requester's connection (PUSH_REPLY_MESSAGE_TO_CLIENT, 326) and waits
 for its answer, then stores it; sends are stamped with MSG_REGION, TRACE_ON and CLUSTER
-(services/notifier/remoting/reply.py, server_calls.py, stamps.py)."""
+(services/notifier/remoting/reply.py, services/notifier/remoting/server_calls.py,
+services/notifier/remoting/stamps.py)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def test_topics_are_listed_described_created_and_deleted(
     created = admin(capsys, "topics", "create", "Fresh", "--queues", "2", *options)
     assert (created.code, created.out) == (0, "created topic Fresh with 2 queue(s)\n")
     topics_file = json.loads((running.store_dir / "config" / "topics.json").read_text())
-    assert topics_file["topics"]["Fresh"]["write_queue_nums"] == 2
+    assert topics_file["topicConfigTable"]["Fresh"]["writeQueueNums"] == 2
     with Producer(running.urls["writer"]) as producer:  # no queue named: the writer picks
         assert {producer.send("Fresh", b"f").queue_id for _ in range(6)} == {0, 1}
     until(lambda: admin(capsys, "topics", "describe", "Fresh", "--output", "json",
