@@ -20,6 +20,7 @@ from tests.remoting_clients.delay_levels import MQSTORE_ENV, TEST_DELAY_LEVELS
 from tests.remoting_clients.java_clients import CLIENT_VERSIONS, JavaClients
 from tests.remoting_clients.mqadmin import MqAdmin
 from tests.remoting_clients.rocketmq_peer import RocketMqPeer
+from tests.remoting_clients.transaction_checks import MQSTORE_TRANSACTION_ENV
 
 TARGETS = ("rocketmq", "mqstore")
 
@@ -48,9 +49,11 @@ def rocketmq_namesrv(rocketmq_peer: RocketMqPeer) -> str:
 @pytest.fixture(scope="session")
 def mqstore_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`mqstore up` on a fresh data directory for the whole session: its remoting port.
-    It runs with the delay levels RocketMQ gets (delay_levels.py)."""
+    It runs with the delay levels RocketMQ gets (delay_levels.py), and its transaction
+    checks (transaction_checks.py)."""
     directory: Path = tmp_path_factory.mktemp("mqstore-up")
-    with mqstore_up(directory, settings={MQSTORE_ENV: TEST_DELAY_LEVELS}) as ports:
+    with mqstore_up(directory, settings={MQSTORE_ENV: TEST_DELAY_LEVELS,
+                                         **MQSTORE_TRANSACTION_ENV}) as ports:
         yield f"127.0.0.1:{ports['remoting']}"
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from tests.remoting_clients.delay_levels import ROCKETMQ_PROPERTY, TEST_DELAY_LEVELS
 from tests.remoting_clients.maven_build import REPO_ROOT, BuildError, build
 from tests.remoting_clients.raw_remoting import has_route
+from tests.remoting_clients.transaction_checks import TRANSACTION_CHECK_PROPERTIES
 
 PEER_PROJECT = REPO_ROOT / "tests" / "remoting_clients" / "java" / "peer"
 ROCKETMQ_PEER_VERSION = "5.5.0"
@@ -113,6 +114,9 @@ def broker_properties(*, namesrv: str, port: int, store_dir: Path, flush: str) -
         "autoCreateSubscriptionGroup": "true",
         # Retries wait level 3 + reconsumeTimes: 3 s, 4 s, ... here instead of 10 s, 30 s, ...
         ROCKETMQ_PROPERTY: TEST_DELAY_LEVELS,
+        # Transaction checks every 2 s of halves older than 4 s (30 s and 6 s by default), so
+        # an UNKNOW transaction is checked and committed within seconds (transaction_checks.py).
+        **TRANSACTION_CHECK_PROPERTIES,
         # The timer wheel stays on (RocketMQ's default) although nothing here sends timer
         # messages: 5.5.0's deleteTopic fails with a NullPointerException without it.
     }

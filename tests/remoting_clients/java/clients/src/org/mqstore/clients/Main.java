@@ -17,6 +17,7 @@ import java.util.Map;
  *   push-concurrently, push-orderly, push-rebalance (two instances in one group)
  *   retry, dlq     a push consumer's RECONSUME_LATER: redelivery, dead letters (see Redelivery)
  *   delay          Message.setDelayTimeLevel, received after the level's wait (see Delayed)
+ *   transaction    TransactionMQProducer: commit, rollback, unknown then checked (see Transactions)
  *   request-reply  DefaultMQProducer.request answered by MessageUtil.createReplyMessage (see Reply)
  *   trace          a traced producer and push consumer, read back from the trace topic (see Traced)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
@@ -55,6 +56,8 @@ public final class Main {
         } else if (scenario.equals("delay")) {
             Clients.signWith(args);
             out.putAll(Delayed.run(args));
+        } else if (scenario.equals("transaction")) {
+            out.putAll(Transactions.run(args));
         } else if (scenario.equals("request-reply")) {
             Clients.signWith(args);
             out.putAll(Reply.run(args));
