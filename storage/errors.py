@@ -71,3 +71,9 @@ class ReplicationGapError(StoreError):
 class SubscriptionExpressionError(StoreError, ValueError):
     """A tag subscription expression that cannot be parsed (RocketMQ's
     SUBSCRIPTION_PARSE_FAILED): the message says what is wrong with it."""
+
+
+class Sql92ExpressionError(SubscriptionExpressionError):
+    """A SQL92 filter expression RocketMQ's parser refuses (a syntax error, or a check its
+    compiler makes: `a = NULL`, `'x' > 1`, `5 IN ('5')`, `a BETWEEN 2 AND 1`): the message
+    says where and what."""

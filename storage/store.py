@@ -30,7 +30,7 @@ from .format.subscription import TagFilter
 from .log.flush import GroupCommitStats
 from .log.publisher import PositionsPublisher
 from .opening import OpenedStore, open_directory
-from .reads.get import GetResult
+from .reads.get import GetResult, PropertyFilter
 from .reads.store_reads import StoreReads
 from .replication.replication import Replication
 from .stats import StoreStats
@@ -218,14 +218,15 @@ class MessageStore:
         return self._reads.iter_messages(start_position)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: TagFilter = None, records_only: bool = False) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False,
+            property_filter: PropertyFilter | None = None) -> GetResult:
         """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
-        the result when done.  `tags`: an expression ("TagA || TagB", "*") or a
-        sequence of tags (`SubscriptionExpressionError` if it cannot be parsed).
-        `records_only`: fill only `records`, the stored bytes, decoding no message."""
+        the result when done.  `tags`: an expression ("TagA || TagB", "*") or tags (else
+        `SubscriptionExpressionError`); `property_filter`: only messages whose properties it
+        passes (`compile_sql92`); `records_only`: only `records`, the bytes, nothing decoded."""
         self._check_open()
         return self._reads.get(topic, queue_id, offset, max_messages, tags=tags,
-                               records_only=records_only)
+                               records_only=records_only, property_filter=property_filter)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         return self._reads.min_offset(topic, queue_id)

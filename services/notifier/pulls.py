@@ -34,6 +34,7 @@ from mqstore.services.notifier.answers import message_json, pull_json, suggest_f
 from mqstore.services.notifier.held import SHUTDOWN, HeldPulls
 from mqstore.services.notifier.metrics import NotifierMetrics
 from mqstore.storage import GetResult, GetStatus
+from mqstore.storage.reads.get import PropertyFilter
 from mqstore.storage.reads.store_view import StoreView
 
 HOLD_STATUSES = frozenset({GetStatus.NO_MESSAGE_IN_QUEUE, GetStatus.OFFSET_OVERFLOW_ONE})
@@ -45,18 +46,20 @@ T = TypeVar("T")
 async def long_poll(view: StoreView, held: HeldPulls, topic: str, queue_id: int, offset: int,
                     max_messages: int, *, tags: Sequence[str] | None, records_only: bool,
                     wait_ms: int, client: str, answer: Callable[[GetResult], T],
-                    on_hold: Callable[[], None], on_woken: Callable[[str], None]) -> T:
+                    on_hold: Callable[[], None], on_woken: Callable[[str], None],
+                    property_filter: PropertyFilter | None = None) -> T:
     """The one long-poll loop of a queue, for the HTTP API and the remoting front: get; if
     caught up and the wait is not over, hold (`on_hold`) until a notice, the refresh pass,
     the wait's end or shutdown wakes it (`on_woken(cause)`: the wake-up metrics), and get
-    again.  `answer` shapes the result while its records are still held.  Raises
+    again.  `answer` shapes the result while its records are still held.  `tags` and
+    `property_filter` (a SQL92 filter) select what the get serves.  Raises
     HeldPullsFullError / HeldPullsClientFullError when no slot is free (each protocol
     answers its own way)."""
     loop = asyncio.get_running_loop()
     deadline_s = loop.time() + wait_ms / 1000
     while True:
         with view.get(topic, queue_id, offset, max_messages, tags=tags,
-                      records_only=records_only) as result:
+                      records_only=records_only, property_filter=property_filter) as result:
             remaining_s = deadline_s - loop.time()
             if (result.records or result.messages or result.status not in HOLD_STATUSES
                     or remaining_s <= 0):

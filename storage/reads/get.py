@@ -1,4 +1,4 @@
-"""Reads: `get` by queue offset with RocketMQ's pull statuses, and lookups by time and key.
+"""Reads: `get` by queue offset with RocketMQ's pull statuses (lookups.py has the others).
 
 `get` (RocketMQ `DefaultMessageStore.getMessage`), with min/max the queue's offsets (max exclusive):
 
@@ -10,7 +10,7 @@
 | offset > max                  | OFFSET_OVERFLOW_BADLY  | max                       |
 | entries unreadable            | OFFSET_FOUND_NULL      | the next file's first     |
 | scan found messages           | FOUND                  | offset + entries scanned  |
-| scan found none (tag filter)  | NO_MATCHED_MESSAGE     | offset + entries scanned  |
+| scan found none (a filter)    | NO_MATCHED_MESSAGE     | offset + entries scanned  |
 | records gone (retention)      | MESSAGE_WAS_REMOVING   | offset + entries scanned  |
 | first record damaged          | MESSAGE_CORRUPT        | past the damaged one      |
 
@@ -18,6 +18,12 @@ A damaged record (it fails its structure check, or its body CRC when reads verif
 never served: met first, it is the answer (`reason` says where and why) and the next get
 starts after it; met after messages were collected, the get ends before it.  The damaged
 entries dispatch writes for records lost in damaged bytes (dispatcher.py) answer the same.
+
+Filters: `tags` skips entries by the consume queue's tags code, then checks the exact tag;
+`property_filter` (a SQL92 filter: filters/sql92.py) is asked about each candidate's whole
+property map, and only what it calls True is kept (RocketMQ's `isMatchedByCommitLog`).  Only
+a read with either decodes a record's properties; `records_only` with neither decodes
+nothing.
 
 Messages are served from the mapped segments without copying: each body (and each whole
 record, for a server that sends bytes unchanged) is a memoryview into a held segment, valid
@@ -27,7 +33,7 @@ until the result is released (`with store.get(...) as result:`).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 
 from ..errors import StoreCorruptError, StoreError
@@ -40,9 +46,8 @@ from ..files.consume_queue_file import (
 from ..files.segment import CommitLogSegment
 from ..format import record
 from ..format.java_hash import java_string_hash
-from ..format.message import StoredMessage, decode_stored
-from ..format.padding import PADDING_TOPIC
-from ..format.properties import PROPERTY_TAGS, PROPERTY_UNIQUE_KEY, decode_properties
+from ..format.message import StoredMessage
+from ..format.properties import PROPERTY_TAGS, decode_properties
 from ..format.subscription import TagFilter, parse_tags
 from ..queues.consume_queue import ConsumeQueue
 
@@ -61,6 +66,9 @@ SCAN_BYTES_MIN = 16_000
 """RocketMQ scans at least 16,000 bytes of consume queue (800 entries) per get."""
 
 FindSegment = Callable[[int], CommitLogSegment | None]
+PropertyFilter = Callable[[Mapping[str, str]], bool]
+"""Whether a message with this full stored property map is served (a compiled SQL92
+expression, filters/sql92.py, is one)."""
 
 
 class GetStatus(enum.Enum):
@@ -127,9 +135,10 @@ class GetResult:
 
 def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
         tags: TagFilter, find_segment: FindSegment, transfer_count_max: int,
-        transfer_bytes_max: int, verify_crc: bool, records_only: bool = False) -> GetResult:
+        transfer_bytes_max: int, verify_crc: bool, records_only: bool = False,
+        property_filter: PropertyFilter | None = None) -> GetResult:
     """`records_only`: fill `records` only, decoding no message (a server that sends the
-    stored bytes as they are); a tag filter still decodes each candidate's properties."""
+    stored bytes as they are); a filter still decodes each candidate's properties."""
     tags = parse_tags(tags)  # before anything is read: a bad expression reads nothing
     min_offset = queue.min_offset if queue is not None else 0
     max_offset = queue.max_offset if queue is not None else 0
@@ -150,7 +159,7 @@ def get(queue: ConsumeQueue | None, offset: int, max_messages: int, *,
         limits = (min(max_messages, transfer_count_max), transfer_bytes_max)
         scanned = _scan(entries, result, limits=limits, tags=tags, find_segment=find_segment,
                         first_offset=offset, queue_id=queue.queue_id, verify_crc=verify_crc,
-                        records_only=records_only)
+                        records_only=records_only, property_filter=property_filter)
     finally:
         del entries
         queue_file.release()
@@ -179,10 +188,11 @@ def _next_file_offset(queue: ConsumeQueue, offset: int) -> int:
 
 def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
           tags: Sequence[str] | None, find_segment: FindSegment, first_offset: int,
-          queue_id: int, verify_crc: bool, records_only: bool) -> int:
+          queue_id: int, verify_crc: bool, records_only: bool,
+          property_filter: PropertyFilter | None) -> int:
     """Collect matching records (and messages); return how many entries were consumed."""
     count_max, bytes_max = limits
-    decode = not records_only or bool(tags)
+    decode = not records_only or bool(tags) or property_filter is not None
     records = result.records
     wanted = {java_string_hash(tag) for tag in tags} if tags else None
     physical_offsets = entries["physical_offset"].tolist()
@@ -217,6 +227,10 @@ def _scan(entries: Entries, result: GetResult, *, limits: tuple[int, int],
         message, record_view, segment = read
         if tags and message is not None and message.properties.get(PROPERTY_TAGS) not in tags:
             _drop(message, record_view, segment)  # a tag hash collision: exact check fails
+            continue
+        if property_filter is not None and message is not None and \
+                not property_filter(message.properties):
+            _drop(message, record_view, segment)
             continue
         _keep(result, message, record_view, segment, records_only=records_only)
         total_bytes += size
@@ -267,7 +281,7 @@ def _keep(result: GetResult, message: StoredMessage | None, record_view: memoryv
         assert message is not None
         result.messages.append(message)
     elif message is not None and isinstance(message.body, memoryview):
-        message.body.release()  # decoded for the tag check only
+        message.body.release()  # decoded for a filter only
     result.records.append(record_view)
     result.hold(segment)
 
@@ -278,116 +292,3 @@ def _drop(message: StoredMessage | None, record_view: memoryview,
         message.body.release()
     record_view.release()
     segment.release()
-
-
-def offset_by_time(queue: ConsumeQueue, timestamp_ms: int, *,
-                   find_segment: FindSegment) -> int:
-    """Binary search of the queue for the first entry stored at or after `timestamp_ms`;
-    entries whose record is gone count as older than any time."""
-    low, high = queue.min_offset, queue.max_offset
-    while low < high:
-        middle = (low + high) // 2
-        if _store_time(queue, middle, find_segment) < timestamp_ms:
-            low = middle + 1
-        else:
-            high = middle
-    return low
-
-
-def _store_time(queue: ConsumeQueue, offset: int, find_segment: FindSegment) -> int:
-    found = queue.read(offset, 1)
-    if found is None:
-        return -1
-    queue_file, entries = found
-    del found
-    try:
-        physical_offset = int(entries["physical_offset"][0])
-    finally:
-        del entries
-        queue_file.release()
-    segment = find_segment(physical_offset)
-    if segment is None or not segment.hold():
-        return -1
-    try:
-        _, head = record.decode_head(segment.mapping, physical_offset - segment.start_position)
-        return head.store_timestamp_ms
-    finally:
-        segment.release()
-
-
-def key_matcher(topic: str, key: str, *, message_at: Callable[[int], StoredMessage | None]
-                ) -> Callable[[int], bool]:
-    """The exact check behind a key query: the record at a candidate position belongs to
-    `topic` and carries `key` among its KEYS or as its UNIQ_KEY."""
-
-    def matches(physical_offset: int) -> bool:
-        message = message_at(physical_offset)
-        if message is None or message.topic != topic:
-            return False
-        return key in message.keys or message.properties.get(PROPERTY_UNIQUE_KEY) == key
-
-    return matches
-
-
-def message_at(find_segment: FindSegment, physical_offset: int, *,
-               log_range: tuple[int, int], verify_crc: bool) -> StoredMessage:
-    """Decode the record starting at `physical_offset` (`log_range` is for the error):
-    `NoRecordError` where none starts, `CorruptRecordError` for one whose body fails its
-    CRC (with `verify_crc`)."""
-    segment = find_segment(physical_offset)
-    if segment is None or not segment.hold():
-        raise NoRecordError(f"no segment holds physical offset {physical_offset} "
-                            f"(log is [{log_range[0]}, {log_range[1]}))")
-    try:
-        position = physical_offset - segment.start_position
-        check = record.check_record(segment.mapping, position, limit=segment.read_position,
-                                    expected_physical_offset=physical_offset, verify_crc=False)
-        if check.status is not record.RecordCheck.OK:
-            raise NoRecordError(f"no record starts at physical offset {physical_offset}: "
-                                f"{check.reason or check.status.value}")
-        message = decode_stored(segment.mapping, position)
-        if verify_crc and record.body_crc(message.body) != message.body_crc:
-            raise CorruptRecordError(f"the record at physical offset {physical_offset} is "
-                                     f"damaged: its body fails its CRC")
-        return message
-    finally:
-        segment.release()
-
-
-def iter_messages(find_segment: FindSegment, start_position: int,
-                  end_position: int, *, verify_crc: bool) -> Iterator[StoredMessage]:
-    """Every message in [start_position, end_position), segment by segment, each held while
-    it is read; a damaged record raises `CorruptRecordError` naming where."""
-    position = start_position
-    while position < end_position:
-        segment = find_segment(position)
-        if segment is None or not segment.hold():
-            return
-        try:
-            position = yield from segment_messages(segment, position, end_position,
-                                                   verify_crc=verify_crc)
-        finally:
-            segment.release()
-
-
-def segment_messages(segment: CommitLogSegment, position: int, end: int, *,
-                     verify_crc: bool) -> Generator[StoredMessage, None, int]:
-    """Yield the records of one held segment from `position`; return where the scan ended."""
-    limit = min(segment.read_position, end - segment.start_position)
-    relative = position - segment.start_position
-    while relative < limit:
-        physical = segment.start_position + relative
-        check = record.check_record(segment.mapping, relative, limit=segment.size_bytes,
-                                    expected_physical_offset=physical, verify_crc=verify_crc)
-        if check.status is record.RecordCheck.OK:
-            message = decode_stored(segment.mapping, relative)
-            if message.topic != PADDING_TOPIC:  # a group commit's filler (padding.py)
-                yield message
-            relative += check.size_bytes
-        elif check.status is record.RecordCheck.BLANK:
-            return segment.end_position
-        else:
-            raise CorruptRecordError(f"{segment.path}: damaged record at physical offset "
-                                     f"{physical}: {check.reason or check.status.value}")
-    return segment.start_position + relative
-

@@ -24,7 +24,15 @@ from ..format.subscription import TagFilter
 from ..index.index_service import INDEX_TAG_TYPE
 from ..queues.consume_queue import ConsumeQueue
 from . import get as reads
-from .get import CorruptRecordError, FindSegment, GetResult, GetStatus, NoRecordError
+from . import lookups
+from .get import (
+    CorruptRecordError,
+    FindSegment,
+    GetResult,
+    GetStatus,
+    NoRecordError,
+    PropertyFilter,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +71,7 @@ class StoreReads:
         """Decode the record starting at `physical_offset` (RocketMQ `lookMessageByOffset`);
         `NoRecordError` if no readable record starts there."""
         try:
-            return reads.message_at(self._find_segment, physical_offset,
+            return lookups.message_at(self._find_segment, physical_offset,
                                     log_range=self._log_range(),
                                     verify_crc=self._config.read_verify_crc)
         except CorruptRecordError as error:
@@ -75,18 +83,21 @@ class StoreReads:
         the committed end, in physical order; BLANK records and group-commit fillers
         skipped."""
         start, end = self._log_range()
-        return reads.iter_messages(self._find_segment,
+        return lookups.iter_messages(self._find_segment,
                                    start if start_position is None else start_position, end,
                                    verify_crc=self._config.read_verify_crc)
 
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: TagFilter = None, records_only: bool = False) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False,
+            property_filter: PropertyFilter | None = None) -> GetResult:
         """Up to `max_messages` from queue offset `offset` (RocketMQ `getMessage`); release
         the result when done.  `tags` filters by tag hash, then by exact tag: an expression
         ("TagA || TagB", "*") or a sequence of tags; `SubscriptionExpressionError` for an
-        expression it cannot parse.  `records_only`: only `records` (no decoded messages)."""
+        expression it cannot parse.  `property_filter`: only messages whose property map it
+        calls True (a SQL92 filter, `compile_sql92`).  `records_only`: only `records` (no
+        decoded messages)."""
         result = reads.get(self._queue(topic, queue_id), offset, max_messages, tags=tags,
-                           records_only=records_only,
+                           records_only=records_only, property_filter=property_filter,
                            find_segment=self._find_segment,
                            transfer_count_max=self._config.get_transfer_count_max,
                            transfer_bytes_max=self._config.get_transfer_bytes_max,
@@ -117,7 +128,7 @@ class StoreReads:
         queue = self._queue(topic, queue_id)
         if queue is None:
             return 0
-        return reads.offset_by_time(queue, timestamp_ms, find_segment=self._find_segment)
+        return lookups.offset_by_time(queue, timestamp_ms, find_segment=self._find_segment)
 
     def query_by_key(self, topic: str, key: str, begin_ms: int = 0, end_ms: int | None = None,
                      max_messages: int = 32) -> list[StoredMessage]:
@@ -125,7 +136,7 @@ class StoreReads:
         [begin_ms, end_ms], oldest first.  Exact: a hash collision is never returned."""
         if self.index is None:
             raise StoreError("the index is disabled (index_enabled=false)")
-        matches = reads.key_matcher(topic, key, message_at=self._decoded_or_none)
+        matches = lookups.key_matcher(topic, key, message_at=self._decoded_or_none)
         positions = self.index.query(topic=topic, key=key, begin_ms=begin_ms,
                                      end_ms=QUERY_END_MS if end_ms is None else end_ms,
                                      max_results=max_messages, key_matches=matches)
@@ -152,7 +163,7 @@ class StoreReads:
         """A key candidate decoded without its body's CRC (keys live in the properties): a
         match whose body is damaged then fails in `message_at`, loudly."""
         try:
-            return reads.message_at(self._find_segment, physical_offset,
+            return lookups.message_at(self._find_segment, physical_offset,
                                     log_range=self._log_range(), verify_crc=False)
         except NoRecordError:
             return None

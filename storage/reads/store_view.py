@@ -54,7 +54,7 @@ from ..index.reader import IndexReader
 from ..queues.queue_view import QueueView
 from ..queues.reader import RecordMatches
 from ..store_sizes import embedded_config
-from .get import GetResult, NoRecordError, NotDispatchedError
+from .get import GetResult, NoRecordError, NotDispatchedError, PropertyFilter
 from .log_view import LogView
 from .store_reads import StoreReads
 
@@ -181,10 +181,11 @@ class StoreView:
 
     # -- reads (as MessageStore's: store_reads.py) -------------------------------------------
     def get(self, topic: str, queue_id: int, offset: int, max_messages: int, *,
-            tags: TagFilter = None, records_only: bool = False) -> GetResult:
+            tags: TagFilter = None, records_only: bool = False,
+            property_filter: PropertyFilter | None = None) -> GetResult:
         """`MessageStore.get`: release the result (or use `with`) when done."""
         return self._reads.get(topic, queue_id, offset, max_messages, tags=tags,
-                               records_only=records_only)
+                               records_only=records_only, property_filter=property_filter)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         return self._reads.min_offset(topic, queue_id)

@@ -115,16 +115,18 @@ def records(body: bytes) -> list[StoredMessage]:
     return found
 
 
-def heartbeat(client_id: str, group: str, topic: str, expression: str = "*") -> bytes:
-    tags = [] if expression == "*" else [tag.strip() for tag in expression.split("||")]
+def heartbeat(client_id: str, group: str, topic: str, expression: str = "*", *,
+              expression_type: str = "TAG", sub_version: int = 1) -> bytes:
+    tags = [] if expression == "*" or expression_type != "TAG" else [
+        tag.strip() for tag in expression.split("||")]
     document: dict[str, Any] = {
         "clientID": client_id, "producerDataSet": [],
         "consumerDataSet": [{"groupName": group, "consumeType": "CONSUME_PASSIVELY",
                              "messageModel": "CLUSTERING",
                              "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
                              "subscriptionDataSet": [{"topic": topic, "subString": expression,
-                                                      "expressionType": "TAG",
-                                                      "subVersion": 1, "tagsSet": tags,
-                                                      "codeSet": []}],
+                                                      "expressionType": expression_type,
+                                                      "subVersion": sub_version,
+                                                      "tagsSet": tags, "codeSet": []}],
                              "unitMode": False}]}
     return json.dumps(document).encode("utf-8")

@@ -19,15 +19,16 @@ from mqstore.storage.reads.store_view import StoreView
 @contextlib.contextmanager
 def front_over(store_dir: Path, *, offsets: ConsumerOffsets | None = None,
                config: StoreConfig | None = None,
-               users_file: Path | None = None) -> Iterator[Front]:
+               users_file: Path | None = None,
+               settings: RemotingSettings | None = None) -> Iterator[Front]:
     """The front of `store_dir` (made if missing), with its own offsets unless given, the
-    store host 127.0.0.1:9876 unless `config` says otherwise, and the users of
-    `users_file` when given (every request checked)."""
+    store host 127.0.0.1:9876 unless `config` says otherwise, the users of `users_file`
+    when given (every request checked), and `settings` (default: port 0)."""
     store_dir.mkdir(parents=True, exist_ok=True)
     view = StoreView.open(store_dir, config or StoreConfig(store_host="127.0.0.1:9876"))
     try:
         yield RemotingFront(view, offsets or ConsumerOffsets(store_dir, lock_timeout_ms=1000),
-                            RemotingSettings(port=0), queue_count_max=8,
+                            settings or RemotingSettings(port=0), queue_count_max=8,
                             users=load_users(users_file) if users_file else None).front
     finally:
         view.close()

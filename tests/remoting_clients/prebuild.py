@@ -12,6 +12,7 @@ from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import CLIENT_VERSIONS, JavaClients
 from tests.remoting_clients.maven_build import build
 from tests.remoting_clients.rocketmq_peer import PEER_PROJECT, ROCKETMQ_PEER_VERSION
+from tests.remoting_clients.sql92_oracle import oracle_build
 
 
 def main() -> None:
@@ -21,6 +22,7 @@ def main() -> None:
     for version in CLIENT_VERSIONS:
         print(f"rocketmq-client {version}: {JavaClients.build(version).classpath}")
     print(f"rocketmq-client-go: {GoClient.build().binary}")
+    print(f"rocketmq-filter (the SQL92 oracle): {oracle_build().classpath}")
 
 
 if __name__ == "__main__":

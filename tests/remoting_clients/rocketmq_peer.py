@@ -117,6 +117,9 @@ def broker_properties(*, namesrv: str, port: int, store_dir: Path, flush: str) -
         # Transaction checks every 2 s of halves older than 4 s (30 s and 6 s by default), so
         # an UNKNOW transaction is checked and committed within seconds (transaction_checks.py).
         **TRANSACTION_CHECK_PROPERTIES,
+        # SQL92 filters (MessageSelector.bySql): off by default in RocketMQ, where a consumer
+        # using one fails to start (CHECK_CLIENT_CONFIG answers 1); mqstore serves them.
+        "enablePropertyFilter": "true",
         # The timer wheel stays on (RocketMQ's default) although nothing here sends timer
         # messages: 5.5.0's deleteTopic fails with a NullPointerException without it.
     }

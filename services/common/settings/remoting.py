@@ -149,6 +149,26 @@ class RemotingSettings:
     and its buffer dropped.  RocketMQ clients read as answers arrive; one that has read
     nothing for 30 s has passed every timeout of its own (pulls: 30 s)."""
 
+    property_filter_enabled: bool = True
+    """RocketMQ's `enablePropertyFilter`: serve SQL92 filters (`MessageSelector.bySql`).
+    On here, where RocketMQ defaults to off: an application's clients should work against
+    mqstore unchanged, and with it off a consumer using bySql fails to start (its
+    CHECK_CLIENT_CONFIG is answered 1), which is RocketMQ's behaviour, kept for who wants
+    it.  RocketMQ keeps it off for its cost (its broker may also compute a bloom bitmap per
+    message for every SQL92 group); here only the pulls of a SQL92 subscription pay: they
+    decode each candidate's properties and evaluate the expression, while tag and `*`
+    pulls read as before."""
+
+    sql92_expression_chars_max: int = 4_096
+    """Longest SQL92 expression compiled; a longer one is refused as unparsable (23).  A
+    filter names a few properties; a long IN list takes a few thousand characters.  A
+    compile costs about 4 µs a character (4,096: about 16 ms, once per cache entry)."""
+
+    sql92_cache_entries_max: int = 100
+    """Compiled SQL92 expressions kept (RocketMQ's parser keeps 100): one per distinct
+    expression in use.  A push consumer's pulls carry no expression, so each one looks the
+    heartbeat's up here instead of compiling it again."""
+
     region_id: str = "DefaultRegion"
     """RocketMQ's `regionId`: stamped on every stored send as `MSG_REGION` and answered to
     producers; message trace records carry it."""
@@ -223,6 +243,9 @@ class RemotingSettings:
                      "transaction_timeout_ms", "transaction_check_max",
                      "transaction_halves_per_pass_max", "transaction_ops_per_pass_max",
                      "transaction_end_wait_ms"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be positive")
+        for name in ("sql92_expression_chars_max", "sql92_cache_entries_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         if self.frame_size_bytes_max < 64 * 1024:

@@ -39,6 +39,7 @@ answered 1 SYSTEM_ERROR with the exception text); the Java producer does not ret
 | 21 all topic configs, 28 runtime info, 300 consumers of |                                |
 | a topic                                                 |                                |
 | 105 route, 106 cluster, 206/224 topic lists             | a valid signature only         |
+| 46 check client config (compiles an expression)         | a valid signature only         |
 
 Heartbeats and unregistering are RocketMQ's `PlainAccessValidator` rules (34: SUB on each
 `consumerDataSet[].groupName`, as its `%RETRY%` topic, and on each subscribed topic; 35: on
@@ -197,6 +198,7 @@ NEEDS: dict[int, NeedsOf] = {
     codes.HEART_BEAT: _heartbeat, codes.UNREGISTER_CLIENT: _unregister,
     codes.GET_ROUTEINFO_BY_TOPIC: _nothing, codes.GET_BROKER_CLUSTER_INFO: _nothing,
     codes.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: _nothing, codes.GET_TOPICS_BY_CLUSTER: _nothing,
+    codes.CHECK_CLIENT_CONFIG: _nothing,  # compiles an expression: reads and writes nothing
 }
 
 

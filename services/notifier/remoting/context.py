@@ -25,6 +25,7 @@ from mqstore.services.notifier.remoting.stamps import PropertyStamps
 from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage import StoreConfig
+from mqstore.storage.filters import Sql92Cache
 from mqstore.storage.format.hosts import parse_host
 from mqstore.storage.reads.store_view import StoreView
 
@@ -75,6 +76,12 @@ class Front:
     def stamps(self) -> PropertyStamps:
         """The properties stamped on what is stored (stamps.py)."""
         return PropertyStamps(self.settings)
+
+    @functools.cached_property
+    def sql92(self) -> Sql92Cache:
+        """SQL92 expressions compiled for pulls and CHECK_CLIENT_CONFIG (filters.py)."""
+        return Sql92Cache(entries_max=self.settings.sql92_cache_entries_max,
+                          chars_max=self.settings.sql92_expression_chars_max)
 
     @functools.cached_property
     def store_host_packed(self) -> bytes:

@@ -18,9 +18,11 @@ says the queue moved past it, or the hold ends (`suspendTimeoutMillis`, at most
 | OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL| 21 PULL_OFFSET_MOVED       | max / min       |
 
 The subscription is the request's (sysFlag 0x4, as lite and pull consumers send it), else
-the one the group's heartbeat registered (push consumers), else every message: tag
-filtering is advisory (clients filter again by the tag string), so a pull never drops a
-match.  With sysFlag 0x1 the pull also commits `commitOffset` for the group.
+the one the group's heartbeat registered (push consumers), else, for a TAG pull, every
+message: tag filtering is advisory (clients filter again by the tag string), so a pull
+never drops a match.  A SQL92 subscription is the broker's alone to apply: filters.py says
+which subscription a pull gets and how one is refused.  With sysFlag 0x1 the pull also
+commits `commitOffset` for the group.
 """
 
 from __future__ import annotations
@@ -36,22 +38,21 @@ from mqstore.services.notifier.remoting.codes import (
     PULL_NOT_FOUND,
     PULL_OFFSET_MOVED,
     PULL_RETRY_IMMEDIATELY,
-    SUBSCRIPTION_PARSE_FAILED,
     SUCCESS,
     SYSTEM_BUSY,
     SYSTEM_ERROR,
     RemotingError,
 )
 from mqstore.services.notifier.remoting.context import Front, Peer
+from mqstore.services.notifier.remoting.filters import pull_filter
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.offset_table import OffsetCommitError
-from mqstore.storage import GetResult, GetStatus, SubscriptionExpressionError, parse_tags
+from mqstore.storage import GetResult, GetStatus
 
 log = logging.getLogger("mqstore.remoting")
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
 VERSION_5_0_0 = 413
 """5.x clients expect INVALID_PARAMETER for a bad queue id; 4.9.4 ones SYSTEM_ERROR."""
 MAX_MESSAGES_MAX = 1024
@@ -70,7 +71,7 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
                             else SYSTEM_ERROR,
                             f"queueId[{queue_id}] is illegal, topic:[{topic}] "
                             f"topicConfig.readQueueNums:[{config.read_queue_nums}]")
-    tags = _tags(front, request, group=group, topic=topic, sysflag=sysflag)
+    selected = pull_filter(front, request, group=group, topic=topic, sysflag=sysflag)
     if sysflag & FLAG_COMMIT_OFFSET:
         commit = headers.number(request, "commitOffset", default=-1)
         if commit >= 0:
@@ -83,7 +84,8 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
     try:
         return await long_poll(
             front.view, front.held, topic, queue_id, offset, min(max_messages, MAX_MESSAGES_MAX),
-            tags=tags, records_only=True, wait_ms=hold_ms,
+            tags=selected.tags, property_filter=selected.properties, records_only=True,
+            wait_ms=hold_ms,
             client=peer.address, on_hold=_nothing, on_woken=front.on_woken,
             answer=lambda result: _answer(request, result, offset=offset,
                                           where=f"{topic}/{queue_id}"))
@@ -101,25 +103,6 @@ async def pull(front: Front, request: Command, peer: Peer) -> Command:
 
 def _nothing() -> None:
     pass
-
-
-def _tags(front: Front, request: Command, *, group: str, topic: str,
-          sysflag: int) -> tuple[str, ...] | None:
-    if sysflag & FLAG_SUBSCRIPTION:
-        expression = headers.optional_text(request, "subscription") or "*"
-        kind = headers.optional_text(request, "expressionType") or "TAG"
-    else:
-        subscription = front.clients.subscription(group, topic)
-        if subscription is None:
-            return None
-        expression, kind = subscription.expression, subscription.expression_type
-    if kind.upper() != "TAG":
-        raise RemotingError(SUBSCRIPTION_PARSE_FAILED, f"expression type {kind} is not "
-                                                       f"supported; only TAG expressions are")
-    try:
-        return parse_tags(expression)
-    except SubscriptionExpressionError as error:
-        raise RemotingError(SUBSCRIPTION_PARSE_FAILED, str(error)) from None
 
 
 def _answer(request: Command, result: GetResult, *, offset: int, where: str) -> Command:

@@ -6,6 +6,7 @@ from mqstore.services.notifier.remoting import (
     admin,
     clients,
     codes,
+    filters,
     offsets,
     pulls,
     queries,
@@ -47,6 +48,7 @@ HANDLERS: dict[int, Handler] = {
     codes.GET_CONSUMER_LIST_BY_GROUP: clients.consumer_list,
     codes.LOCK_BATCH_MQ: clients.lock_batch,
     codes.UNLOCK_BATCH_MQ: clients.unlock_batch,
+    codes.CHECK_CLIENT_CONFIG: filters.check_client_config,
     codes.GET_CONSUMER_CONNECTION_LIST: clients.connection_list,
     codes.QUERY_TOPIC_CONSUME_BY_WHO: clients.consumed_by,
     # lookups

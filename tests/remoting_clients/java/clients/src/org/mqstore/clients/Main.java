@@ -18,6 +18,7 @@ import java.util.Map;
  *   retry, dlq     a push consumer's RECONSUME_LATER: redelivery, dead letters (see Redelivery)
  *   delay          Message.setDelayTimeLevel, received after the level's wait (see Delayed)
  *   transaction    TransactionMQProducer: commit, rollback, unknown then checked (see Transactions)
+ *   sql92          MessageSelector.bySql: --consumer push|lite|refused (see SqlFilter)
  *   request-reply  DefaultMQProducer.request answered by MessageUtil.createReplyMessage (see Reply)
  *   trace          a traced producer and push consumer, read back from the trace topic (see Traced)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
@@ -58,6 +59,9 @@ public final class Main {
             out.putAll(Delayed.run(args));
         } else if (scenario.equals("transaction")) {
             out.putAll(Transactions.run(args));
+        } else if (scenario.equals(SqlFilter.SCENARIO)) {
+            Clients.signWith(args);
+            out.putAll(SqlFilter.run(args));
         } else if (scenario.equals("request-reply")) {
             Clients.signWith(args);
             out.putAll(Reply.run(args));

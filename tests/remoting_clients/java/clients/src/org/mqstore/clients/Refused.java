@@ -62,7 +62,7 @@ final class Refused {
         String call() throws Exception;
     }
 
-    private static Map<String, Object> outcome(Call call) {
+    static Map<String, Object> outcome(Call call) {
         Map<String, Object> out = new LinkedHashMap<>();
         try {
             out.put("ok", true);
