@@ -128,8 +128,8 @@ def test_a_full_topic_table_answers_topic_not_exist(tmp_path: Path) -> None:
     assert answer is not None
     assert answer.code == codes.TOPIC_NOT_EXIST
     assert "topics_max" in (answer.remark or "")
-    assert json.loads((tmp_path / "config" / "topics.json").read_text())["topics"].keys() \
-        == {"first"}
+    written = json.loads((tmp_path / "config" / "topics.json").read_text())
+    assert written["topicConfigTable"].keys() == {"first"}
 
 
 def test_a_writer_timeout_logs_one_warning_and_no_unretrieved_future(
