@@ -23,7 +23,7 @@ from mqstore.storage.files.delay_offsets_file import DelayOffsetsFile
 from mqstore.storage.format.properties import encode_properties
 from mqstore.storage.reads.store_view import StoreView
 from tests.services.serving import run
-from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
+from tests.storage.dispatch.split_helpers import indexer_config, wait_readable, writer_config
 
 LEVELS = "1s 2s 3s"
 SETTINGS = WriterSettings(forward_port=0, topic_queue_count=4)
@@ -52,9 +52,11 @@ def _send(topic: str, queue_id: int, body: bytes, properties: dict[str, str],
                           encode_properties(properties), body)
 
 
-async def _dispatched(indexer: Indexer, directory: Path) -> None:
-    await asyncio.sleep(0.05)  # the writer publishes its positions at the end of a loop turn
-    wait_dispatched(indexer, _log_end(directory))
+async def _dispatched(writer: MessageStore, directory: Path) -> None:
+    """Until a reader sees everything `writer` stored (the writer publishes its positions at
+    the end of a loop turn: give it one)."""
+    await asyncio.sleep(0)
+    wait_readable(directory, writer.committed_position)
 
 
 def _log_end(directory: Path) -> int:
@@ -81,7 +83,7 @@ def test_a_delayed_send_waits_for_its_level_and_is_delivered_once(tmp_path: Path
                                                                       "DELAY": "2"}))
             assert answer.status == "PUT_OK", answer
             (schedule_offset, _, stored_ms), = answer.results
-            await _dispatched(indexer, tmp_path)
+            await _dispatched(schedule.store, tmp_path)
             assert _tags_code(indexer, "SCHEDULE_TOPIC_XXXX", 1, schedule_offset) == \
                 stored_ms + 2000
             assert indexer.queues.get("Orders", 2) is None  # nothing delivered yet
@@ -89,7 +91,7 @@ def test_a_delayed_send_waits_for_its_level_and_is_delivered_once(tmp_path: Path
             assert schedule.pending() == {2: 1}
             assert await schedule.deliver_due(now_ms=stored_ms + 2000) == 1
             assert await schedule.deliver_due(now_ms=stored_ms + 9000) == 0
-            await _dispatched(indexer, tmp_path)
+            await _dispatched(schedule.store, tmp_path)
             with StoreView.open(tmp_path, indexer_config()) as view, \
                     view.get("Orders", 2, 0, 10) as got:
                 (delivered,) = got.messages
@@ -107,10 +109,10 @@ def test_a_delayed_send_waits_for_its_level_and_is_delivered_once(tmp_path: Path
 def test_a_level_past_the_table_is_clamped_and_a_level_below_one_is_no_delay(
         tmp_path: Path) -> None:
     async def scenario() -> None:
-        async with _writer_and_indexer(tmp_path) as (server, _, indexer):
+        async with _writer_and_indexer(tmp_path) as (server, schedule, _):
             clamped = await server.store(_send("Orders", 0, b"a", {"DELAY": "99"}))
             plain = await server.store(_send("Orders", 0, b"b", {"DELAY": "0"}))
-            await _dispatched(indexer, tmp_path)
+            await _dispatched(schedule.store, tmp_path)
             with StoreView.open(tmp_path, indexer_config()) as view:
                 waiting = view.message_at(clamped.results[0][1])
                 assert (waiting.topic, waiting.queue_id) == ("SCHEDULE_TOPIC_XXXX", 2)
@@ -141,10 +143,10 @@ def test_a_batch_asking_for_a_delay_is_refused_and_nothing_is_stored(tmp_path: P
 def test_a_schedule_record_that_cannot_be_delivered_is_skipped_not_retried_forever(
         tmp_path: Path, real: dict[str, str]) -> None:
     async def scenario() -> None:
-        async with _writer_and_indexer(tmp_path) as (_, schedule, indexer):
+        async with _writer_and_indexer(tmp_path) as (_, schedule, _indexer):
             result = schedule.store.put(Message("SCHEDULE_TOPIC_XXXX", 0, b"odd", properties={
                 "DELAY": "1", **real}))
-            await _dispatched(indexer, tmp_path)
+            await _dispatched(schedule.store, tmp_path)
             assert await schedule.deliver_due(now_ms=result.store_timestamp_ms + 1000) == 1
             assert schedule.skipped_total == 1 and schedule.delivered_total == 0
             assert schedule.offsets == {1: 1}

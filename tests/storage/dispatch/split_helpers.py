@@ -10,6 +10,7 @@ from mqstore.storage import MessageStore, StoreConfig
 from mqstore.storage.dispatch.indexer import Indexer
 from mqstore.storage.files.checkpoint import encode_checkpoint, read_checkpoint
 from mqstore.storage.queues.consume_queues import ConsumeQueues
+from mqstore.storage.reads.store_view import StoreView
 from tests.conftest import small_config
 
 
@@ -30,6 +31,20 @@ def wait_dispatched(indexer: Indexer, position: int, timeout_s: float = 20.0) ->
         assert time.monotonic() < deadline, \
             f"dispatch at {indexer.dispatched_position} < {position}"
         time.sleep(0.005)
+
+
+def wait_readable(directory: Path, position: int, timeout_s: float = 20.0) -> None:
+    """Until a reader of `directory` (a `StoreView`, as the notifier and the writer's
+    schedules read) sees the log committed and dispatched up to `position`: the indexer's
+    `dispatched` file, not only its memory (the file follows the queues' flush)."""
+    deadline = time.monotonic() + timeout_s
+    with StoreView.open(directory, indexer_config()) as view:
+        while view.log.committed_position < position or view.dispatched_position < position:
+            assert time.monotonic() < deadline, (
+                f"readable to {view.log.committed_position} committed, "
+                f"{view.dispatched_position} dispatched < {position}")
+            time.sleep(0.005)
+            view.refresh()
 
 
 def log_records(directory: Path) -> dict[tuple[str, int], list[tuple[int, int]]]:
