@@ -2,7 +2,7 @@
 `rmq_sys_wheel_timer` (services/writer/timer_puts.py), the writer's timer schedule moves it
 into the wheel and puts it back into its own topic and queue once its slot has passed, once
 (services/writer/timer_schedule.py), and a schedule started again after a crash delivers
-nothing twice (timer_recovery.py)."""
+nothing twice (services/writer/timer_recovery.py)."""
 
 from __future__ import annotations
 
