@@ -13,6 +13,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageClientIDSetter;
 import org.apache.rocketmq.common.message.MessageExt;
 
@@ -26,10 +27,16 @@ import org.apache.rocketmq.common.message.MessageExt;
  * <p>One more message asks for level --clamp-level, above the table's last: the broker clamps
  * it to the last level (18 s in the tests), so its send succeeds and it must not arrive while
  * the scenario runs; nothing waits for it.  Options: --delay-levels (the broker's table).
+ *
+ * <p>With --deliver-in-ms N the --count messages are 5.x timer messages instead: each carries
+ * {@code TIMER_DELIVER_MS} = its send time + N (set with {@code MessageAccessor}, which 4.9.8
+ * has too; 5.x's {@code setDeliverTimeMs} sets the same property) and must arrive N ms after its
+ * send, within the same bounds.
  */
 final class Delayed {
     private static final long WAIT_STEP_MS = 100;
     private static final long TAIL_MS = 1500;
+    private static final String TIMER_DELIVER_MS = "TIMER_DELIVER_MS";
 
     private Delayed() {
     }
@@ -45,6 +52,7 @@ final class Delayed {
         long earlyMs = args.integer("early-ms", 200);
         long lateMs = args.integer("late-ms", 3000);
         long timeoutMs = args.integer("timeout-s", 30) * 1000L;
+        long deliverInMs = args.integer("deliver-in-ms", 0);
         args.checkAllUsed();
         Corpus corpus = new Corpus(topic, 256);
         Checker checker = new Checker();
@@ -65,8 +73,14 @@ final class Delayed {
                 for (int i = 0; i <= count; i++) {
                     int index = i < count ? i : count + 1;
                     Message message = corpus.message(index);
-                    message.setDelayTimeLevel(i < count ? level : clampLevel);
-                    sentAtMs.put(index, System.currentTimeMillis());
+                    long now = System.currentTimeMillis();
+                    if (i < count && deliverInMs > 0) {
+                        MessageAccessor.putProperty(message, TIMER_DELIVER_MS,
+                            String.valueOf(now + deliverInMs));
+                    } else {
+                        message.setDelayTimeLevel(i < count ? level : clampLevel);
+                    }
+                    sentAtMs.put(index, now);
                     Sent one = send(producer, index, message, sends, checker);
                     if (one != null) {
                         sent.add(one);
@@ -78,7 +92,8 @@ final class Delayed {
                     }
                 }
                 checker.release();
-                waitUntil(checker, sentAtMs.get(count - 1) + table.millis(level) + lateMs);
+                long waitMs = deliverInMs > 0 ? deliverInMs : table.millis(level);
+                waitUntil(checker, sentAtMs.get(count - 1) + waitMs + lateMs);
                 Thread.sleep(TAIL_MS);
             } finally {
                 consumer.shutdown();
@@ -87,7 +102,8 @@ final class Delayed {
             producer.shutdown();
         }
         out.put("sends", sends);
-        judge(out, sent, sentAtMs, arrivals, checker, table, earlyMs, lateMs);
+        out.put("deliverInMs", deliverInMs);
+        judge(out, sent, sentAtMs, arrivals, checker, table, earlyMs, lateMs, deliverInMs);
         return out;
     }
 
@@ -138,13 +154,14 @@ final class Delayed {
      */
     private static void judge(Map<String, Object> out, List<Sent> sent, Map<Integer, Long> sentAtMs,
                               Arrivals arrivals, Checker checker, DelayTable table, long earlyMs,
-                              long lateMs) {
+                              long lateMs, long deliverInMs) {
         List<String> problems = new ArrayList<>();
         List<Object> messages = new ArrayList<>();
         for (Sent one : sent) {
             int level = one.message.getDelayTimeLevel();
-            long want = table.millis(level);
-            boolean clamped = level > table.maxLevel();
+            boolean timer = one.message.getProperty(TIMER_DELIVER_MS) != null;
+            long want = timer ? deliverInMs : table.millis(level);
+            boolean clamped = !timer && level > table.maxLevel();
             MessageExt first = arrivals.first.get(one.index);
             Long delay = first == null ? null
                 : arrivals.atMs.get(one.index) - sentAtMs.get(one.index);
