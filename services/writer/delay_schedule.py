@@ -20,9 +20,10 @@ the indexer) from the level's offset, in queue order:
 
 Progress is `config/delayOffset.json` in RocketMQ's format (storage/files/delay_offsets_file.py:
 level -> next offset), written every `delay_offsets_persist_interval_ms` when it moved, and
-only as far as the delivered copies are flushed to disk: a machine that loses power loses
-no delivery, and delivers again at most what it delivered in the last interval.  After a
-clean stop (`persist_after_close`) nothing is delivered twice.
+only as far as the delivered copies are flushed to disk, with the log position the copies
+not yet saved start from.  So a crash (kill -9, or a machine that loses power) loses no
+delivery and delivers nothing twice: at start the copies delivered after the saved progress
+are counted from the log (delay_copies.py) and their entries stepped past.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import logging
 import time
 
 from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.writer.delay_copies import delivered_since, identity_of
 from mqstore.services.writer.produce import ProduceCore
 from mqstore.storage import Message, MessageStore, PutStatus
 from mqstore.storage.files.delay_offsets_file import DelayOffsetsFile
@@ -54,6 +56,9 @@ HOST_FAMILY_BITS = 0x30
 TRANSACTION_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 ERROR_BACKOFF_S = 10.0
 """RocketMQ's back-off after an unexpected error in a pass."""
+SCAN_REWRITE_BYTES = 64 << 20
+"""The progress file is written again when only its scan position moved this far: what a
+restart reads of the log at most beyond the unsaved deliveries."""
 RETRY_LATER = frozenset({PutStatus.OS_PAGECACHE_BUSY, PutStatus.SERVICE_NOT_AVAILABLE,
                          PutStatus.CREATE_MAPPED_FILE_FAILED})
 
@@ -70,13 +75,18 @@ class DelaySchedule:
         self.offsets: dict[int, int] = self._file.read()
         """Level -> the next schedule queue offset to deliver."""
         self._persisted = dict(self.offsets)
-        self._unflushed: list[tuple[int, int, int]] = []
-        """(end position of a delivered copy, level, next offset), oldest first."""
+        self._scan_position = self._file.scan_position
+        self._copies = delivered_since(store, self._scan_position)
+        """Copies delivered after the saved progress (delay_copies.py), not to put again."""
+        self._unflushed: list[tuple[int, int, int, int]] = []
+        """(start and end position of a delivered copy, level, next offset), oldest first."""
         self._view = StoreView.open(store.directory, store.config,
                                     topics=frozenset({SCHEDULE_TOPIC}))
         self._task: asyncio.Task[None] | None = None
         self.delivered_total = 0
         self.skipped_total = 0
+        self.recognised_total = 0
+        """Entries whose copy a crash left delivered: stepped past, not put again."""
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="delay-schedule")
@@ -93,7 +103,7 @@ class DelaySchedule:
         """After the store closed: a clean close flushed every delivered copy."""
         if clean:
             self._unflushed.clear()
-            self._persist(self.offsets)
+            self._persist(self.offsets, self.store.written_position)
         self._view.close()
 
     def pending(self) -> dict[int, int]:
@@ -168,6 +178,12 @@ class DelaySchedule:
         if not topic or topic == TRANSACTION_HALF_TOPIC or not queue_id.isdigit():
             self._skip(stored, level, f"REAL_TOPIC={topic!r} REAL_QID={queue_id!r}")
             return None
+        identity = identity_of(stored, topic, int(queue_id))
+        if self._copies[identity] > 0:  # delivered before a crash lost the progress
+            self._copies[identity] -= 1
+            self.offsets[level] = next_offset
+            self.recognised_total += 1
+            return PutStatus.PUT_OK
         message = Message(topic, int(queue_id), bytes(stored.body), flag=stored.flag,
                           born_host=stored.born_host,
                           born_timestamp_ms=stored.born_timestamp_ms,
@@ -181,7 +197,8 @@ class DelaySchedule:
             self._skip(stored, level, f"{result.status.value}: {result.reason}")
             return None
         self.offsets[level] = next_offset
-        self._unflushed.append((result.end_position, level, next_offset))
+        self._unflushed.append((result.physical_offset, result.end_position, level,
+                                next_offset))
         self.delivered_total += 1
         return result.status
 
@@ -196,19 +213,24 @@ class DelaySchedule:
         flushed = self.store.flushed_position
         durable = dict(self._persisted)
         kept = []
-        for end, level, next_offset in self._unflushed:
+        for start, end, level, next_offset in self._unflushed:
             if end <= flushed:
                 durable[level] = next_offset
             else:
-                kept.append((end, level, next_offset))
+                kept.append((start, end, level, next_offset))
         self._unflushed = kept
         # Skips and removed entries moved offsets with no copy to wait for.
         for level, offset in self.offsets.items():
-            if not any(pending[1] == level for pending in kept):
+            if not any(pending[2] == level for pending in kept):
                 durable[level] = offset
-        self._persist(durable)
+        # Every copy not saved yet starts at or after this (a later one after the log's end).
+        scan = min(start for start, _, _, _ in kept) if kept else self.store.written_position
+        self._persist(durable, scan)
 
-    def _persist(self, offsets: dict[int, int]) -> None:
-        if offsets != self._persisted:
-            self._file.write(offsets)
-            self._persisted = dict(offsets)
+    def _persist(self, offsets: dict[int, int], scan_position: int) -> None:
+        """Write when the offsets moved, or the scan position moved far enough that a
+        restart would otherwise read much more log than it needs to."""
+        moved = scan_position - (self._scan_position or 0)
+        if offsets != self._persisted or moved >= SCAN_REWRITE_BYTES:
+            self._file.write(offsets, scan_position=scan_position)
+            self._persisted, self._scan_position = dict(offsets), scan_position

@@ -20,7 +20,10 @@ tabs, shown here as four spaces, whose integer map keys carry no quotes):
     }
 
 A key is a delay level (1..N), its value the next `SCHEDULE_TOPIC_XXXX` queue offset to
-deliver of queue level - 1; levels never used are absent.  RocketMQ 4.9 writes only
+deliver of queue level - 1; levels never used are absent.  mqstore adds one field RocketMQ
+ignores, `"mqstoreDeliveryScanPosition": <commit log position>`: every copy delivered past
+these offsets starts at or after it (services/writer/delay_schedule.py recognises them after
+a crash rather than delivering them again).  RocketMQ 4.9 writes only
 `{"offsetTable":{...}}`; both forms are read, with keys quoted or not, so a store moves
 between RocketMQ and mqstore with its pending delays.
 
@@ -42,6 +45,7 @@ from ..errors import StoreFormatError
 from .io import fsync_directory
 
 FILE_NAME = "delayOffset.json"
+SCAN_POSITION = "mqstoreDeliveryScanPosition"
 BACKUP_SUFFIX = ".bak"
 TEMPORARY_SUFFIX = ".tmp"
 FILE_SIZE_BYTES_MAX = 1 << 20
@@ -54,6 +58,8 @@ class DelayOffsetsFile:
         self.path = store_directory / "config" / FILE_NAME
         self.counter = 0
         """`dataVersion.counter` as last read or written."""
+        self.scan_position: int | None = None
+        """`mqstoreDeliveryScanPosition` as last read; None in a file RocketMQ wrote."""
 
     def read(self) -> dict[int, int]:
         """Level -> next offset; {} when neither the file nor its `.bak` exists.
@@ -70,15 +76,18 @@ class DelayOffsetsFile:
             raise StoreFormatError("; ".join(problems))
         return {}
 
-    def write(self, offsets: Mapping[int, int], *, now_ms: int | None = None) -> None:
-        """Persist `offsets` (level -> next offset), as described above."""
+    def write(self, offsets: Mapping[int, int], *, scan_position: int | None = None,
+              now_ms: int | None = None) -> None:
+        """Persist `offsets` (level -> next offset) and the scan position, as above."""
         self.counter += 1
         timestamp = int(time.time() * 1000) if now_ms is None else now_ms
         table = ",\n".join(f"\t\t{level}:{offset}" for level, offset in sorted(offsets.items()))
         text = ("{\n\t\"dataVersion\":{\n"
                 f"\t\t\"counter\":{self.counter},\n\t\t\"stateVersion\":0,\n"
                 f"\t\t\"timestamp\":{timestamp}\n\t}},\n"
-                f"\t\"offsetTable\":{{\n{table}\n\t}}\n}}")
+                f"\t\"offsetTable\":{{\n{table}\n\t}}"
+                + ("" if scan_position is None else
+                   f",\n\t\"{SCAN_POSITION}\":{scan_position}") + "\n}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(FILE_NAME + TEMPORARY_SUFFIX)
         with open(temporary, "w", encoding="utf-8") as file:
@@ -109,6 +118,8 @@ class DelayOffsetsFile:
                 raise StoreFormatError(f"{path}: level {key} -> {value!r}: a level is 1.. and "
                                        f"an offset a non-negative integer")
             offsets[level] = value
+        scan = document.get(SCAN_POSITION)
+        self.scan_position = scan if type(scan) is int and scan >= 0 else None
         version = document.get("dataVersion")
         if isinstance(version, dict) and isinstance(version.get("counter"), int):
             self.counter = max(self.counter, version["counter"])

@@ -62,3 +62,17 @@ def test_a_file_that_is_not_offsets_is_an_error_naming_it(tmp_path: Path, text: 
     (tmp_path / "config" / "delayOffset.json").write_text(text)
     with pytest.raises(StoreFormatError, match=r"delayOffset\.json"):
         DelayOffsetsFile(tmp_path).read()
+
+
+def test_the_scan_position_is_mqstores_own_field_and_absent_from_rocketmqs(
+        tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "delayOffset.json").write_text(ROCKETMQ_5)
+    rocketmq = DelayOffsetsFile(tmp_path)
+    rocketmq.read()
+    assert rocketmq.scan_position is None
+    rocketmq.write({2: 3}, scan_position=4096)
+    again = DelayOffsetsFile(tmp_path)
+    assert again.read() == {2: 3} and again.scan_position == 4096
+    assert '"mqstoreDeliveryScanPosition":4096' in (tmp_path / "config" /
+                                                    "delayOffset.json").read_text()
