@@ -2,13 +2,13 @@
 
     .venv/bin/python bench/delivery_lateness.py [--messages 200 --spread-s 5]
 
-For each broker (RocketMQ 5.5.0's name server and broker: tests/remoting_clients/
-rocketmq_peer.py; `mqstore up`), two cases of `--messages` sends spread evenly over
-`--spread-s` seconds, each to queue 0 of a fresh topic, sent with the project's remoting
-client (tests/remoting/client.py) so no client JVM shares the cores:
+For each broker (RocketMQ 5.5.0's name server and broker,
+tests/remoting_clients/rocketmq_peer.py; `mqstore up`), two cases of `--messages` sends
+spread evenly over `--spread-s` seconds, each to queue 0 of a fresh topic, sent with the
+project's remoting client (tests/remoting/client.py) so no client JVM shares the cores:
 
-  delay-level-2   `DELAY=2` (2 s: both run the tests' table, tests/remoting_clients/
-                  delay_levels.py, level n waiting n seconds)
+  delay-level-2   `DELAY=2` (2 s: both run the tests' table, level n waiting n seconds,
+                  tests/remoting_clients/delay_levels.py)
   timer-3s        `TIMER_DELIVER_MS` = the send's time + 3 s (RocketMQ 5's timer wheel)
 
 A reader long-polls the topic from offset 0 all the while.  Lateness = when the reader first
