@@ -249,11 +249,45 @@ def _overview_retries() -> list[dict[str, Any]]:
     ]
 
 
+def _overview_transactions() -> list[dict[str, Any]]:
+    """Transactions' ends, the check service and its half messages (docs/remoting.md)."""
+    s, ends = sel(), "mqstore_remoting_transaction_ends_total"
+    producers, answers = sel('from_check="false"'), sel('from_check="true"')
+    return [
+        row("Transactions"),
+        panel("Transaction ends", "reqps", [
+            (f"sum by (outcome) (rate({ends}{producers}{RATE}))", "{{outcome}}"),
+            (f"sum by (outcome) (rate({ends}{answers}{RATE}))", "{{outcome}} (check answer)")],
+            description="END_TRANSACTION (remoting code 37) per second, by outcome: from "
+                        "producers after their local transaction, and as answers to checks. "
+                        "refused: no such half, or a mismatch (never seen by the producer)."),
+        panel("Transaction checks", "ops", [
+            (f"sum by (outcome) (rate(mqstore_remoting_transaction_checks_total{s}{RATE}))",
+             "{{outcome}}")],
+            description="Halves the check service took up per second: asked (a check sent "
+                        "to a live producer), unasked (none online), discarded (checked too "
+                        "often, moved to TRANS_CHECK_MAX_TIME_TOPIC and never delivered)."),
+        panel("Half messages waiting", "short", [
+            (f"max by (pod) (mqstore_remoting_transaction_half_messages_waiting{s})",
+             "{{pod}}")],
+            description="Half messages no op ended, as the check service's last pass counted "
+                        "them (young transactions included): mqstore admin transactions "
+                        "shows the topics and the check's progress."),
+        panel("Check pass age", "s", [
+            (f"time() - max by (pod) "
+             f"(mqstore_remoting_transaction_check_pass_timestamp_seconds{s})", "{{pod}}")],
+            description="Seconds since the check service's last pass ended: how stale "
+                        "Half messages waiting is (a pass every transaction_check_interval_ms)."),
+    ]
+
+
 def overview() -> dict[str, Any]:
-    items = [*_overview_rate_and_disk(), *_overview_flow(), *_overview_retries()]
+    items = [*_overview_rate_and_disk(), *_overview_flow(), *_overview_retries(),
+             *_overview_transactions()]
     return dashboard("mqstore-overview", "mqstore / Broker overview",
                      "Produce and pull rates, latency, durability lags, disk, dispatch, "
-                     "replication, errors, retries and delays of one broker.", items,
+                     "replication, errors, retries, delays and transactions of one "
+                     "broker.", items,
                      namespace_metric="mqstore_segments")
 
 

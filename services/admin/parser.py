@@ -4,7 +4,7 @@
     mqstore admin groups list | describe GROUP [--topic T]
                         | reset GROUP --topic T (--offset N | --time ISO | --timestamp-ms MS)
     mqstore admin messages key TOPIC KEY | id MSG_ID | offset TOPIC QUEUE OFFSET
-    mqstore admin retries [--group G] | delays
+    mqstore admin retries [--group G] | delays | transactions
     mqstore admin status
 
 Every leaf takes the same options (where the services are, the keys to sign with, the output
@@ -48,7 +48,7 @@ def add_admin(commands: SubParsers) -> None:
     """Register `mqstore admin` on the CLI's subcommands (services/cli/command.py)."""
     admin = commands.add_parser(
         "admin", help="administer running services: topics, groups, messages, retries, "
-                      "delays, status (see mqstore admin -h; docs/admin.md)",
+                      "delays, transactions, status (see mqstore admin -h; docs/admin.md)",
         description="Administer a running deployment over the services' HTTP APIs "
                     "(docs/admin.md names the call each command makes).")
     areas = admin.add_subparsers(dest="admin_area", required=True, metavar="AREA")
@@ -62,6 +62,8 @@ def add_admin(commands: SubParsers) -> None:
               "--group", help="only this consumer group (default: every group with one)")
     _leaf(areas, "delays", common, "messages waiting per delay level (GET /v1/delays)",
           lambda admin, a: retries.delays(admin))
+    _leaf(areas, "transactions", common, "half messages of transactions and the check's "
+          "progress (GET /v1/transactions)", lambda admin, a: retries.transactions(admin))
     leaf = areas.add_parser("status", parents=[common], help="readiness of each service, "
                             "replication, dispatch")
     leaf.set_defaults(handler=run, admin_action=None)

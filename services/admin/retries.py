@@ -1,7 +1,9 @@
-"""`mqstore admin retries` and `mqstore admin delays`: failed and delayed messages waiting.
+"""`mqstore admin retries`, `delays` and `transactions`: failed, delayed and half messages
+waiting.
 
     retries [--group G]   GET /v1/retries[?group=G]
     delays                GET /v1/delays
+    transactions          GET /v1/transactions
 
 A consumer group's failed messages wait in `%RETRY%<group>` for their next delivery, and
 those past their max reconsume times sit in `%DLQ%<group>` for good (docs/remoting.md);
@@ -9,10 +11,14 @@ messages sent with a delay level, and send-backs before their retry, wait in
 `SCHEDULE_TOPIC_XXXX`, one queue per level.  A topic's messages are max_offset -
 min_offset (what retention left); a level's waiting messages are its queue's max offset
 minus the schedule's next offset (`config/delayOffset.json`, as the writer last wrote it).
+A transaction's half message waits in `RMQ_SYS_TRANS_HALF_TOPIC` until an op message in
+`RMQ_SYS_TRANS_OP_HALF_TOPIC` ends it; the check service's progress bounds them live
+(`pending`), its last pass counts them (`waiting`, services/notifier/transaction_status.py).
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from mqstore.services.admin.client import AdminError
@@ -42,6 +48,31 @@ def delays(admin: Admin) -> Report:
     return Report(document, [Table(["level", "delay", "max_offset", "next_offset", "waiting"],
                                    rows, title=f"topic {document['topic']}")],
                   [f"{document['waiting']} message(s) waiting"])
+
+
+def transactions(admin: Admin) -> Report:
+    document = admin.notifier("GET", "/v1/transactions")
+    topics = [[kind, *_topic_cells(document[f"{kind}_topic"])]
+              for kind in ("half", "op", "discarded")]
+    check, found = document["check"], document["last_pass"]
+    progress = [check["group"], check["half_offset"], check["op_offset"], check["pending"]]
+    if found is None:
+        summary = (f"{check['pending']} half message(s) past the check's progress; no check "
+                   f"pass seen (no remoting front, or none ended yet)")
+        progress += [None, None]
+    else:
+        summary = (f"{found['waiting']} half message(s) waiting at the last check pass"
+                   + ("" if found["ops_complete"] else " (at most: not every op was read)"))
+        progress += [found["waiting"], _time(found["finished_ms"])]
+    return Report(document, [
+        Table(["kind", "topic", "messages"], topics),
+        Table(["group", "half_offset", "op_offset", "pending", "waiting", "last_pass"],
+              [progress], title="check progress")], [summary])
+
+
+def _time(timestamp_ms: int) -> str:
+    moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _topic_cells(topic: dict[str, Any] | None) -> list[Any]:

@@ -19,6 +19,8 @@
 | notifier | GET  /v1/groups                                         | admin (every group's name) |
 | notifier | GET  /v1/retries, /v1/delays                            | admin (every group's name; |
 |          |                                                         | the schedule's progress)   |
+| notifier | GET  /v1/transactions                                   | admin (the check's progress|
+|          |                                                         | over every producer group) |
 | notifier | PUT, DELETE /v1/topics/{topic}                          | admin (as RocketMQ's topic |
 |          |                                                         | admin codes)               |
 | indexer  | GET  /v1/notices                                        | admin (every topic's       |
@@ -89,6 +91,7 @@ NOTIFIER_RULES: RouteRules = {
     ("GET", "/v1/groups"): _admin,
     ("GET", "/v1/retries"): _admin,
     ("GET", "/v1/delays"): _admin,
+    ("GET", "/v1/transactions"): _admin,
     ("GET", "/v1/topics/{topic}/queues"): _read_topic,
     ("PUT", "/v1/topics/{topic}"): _admin,
     ("DELETE", "/v1/topics/{topic}"): _admin,

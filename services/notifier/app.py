@@ -12,6 +12,8 @@
     PUT, DELETE /v1/topics/{topic}                       create, delete a topic (topic_admin.py)
     GET  /v1/retries?group=, /v1/delays                  retry and dead letter topics per group,
                                                          waiting delayed messages (retry_status.py)
+    GET  /v1/transactions                                half messages, the check's progress
+                                                         (transaction_status.py)
     GET  /healthz /readyz /metrics /openapi.json
 
 A pure builder: nothing starts until the app runs.  Then its cleanup context starts the
@@ -54,6 +56,7 @@ from mqstore.services.notifier.pulls import Puller
 from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.services.notifier.retry_status import RetryStatus
 from mqstore.services.notifier.topic_admin import TopicAdmin
+from mqstore.services.notifier.transaction_status import add_transactions
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
 
@@ -126,6 +129,7 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
     _add_routes(app.router, handlers, admin, RetryStatus(view, topic_names=admin.names),
                 expect)
+    add_transactions(app, view, offsets, metrics.registry, remoting.front if remoting else None)
     app.cleanup_ctx.append(_background(feed, settings, state, indexer_ssl,
                                        notice_signer(users, auth)
                                        if users and settings.indexer_url else None))

@@ -19,6 +19,9 @@
     mqstore_remoting_dead_letters_total{path}       messages sent to a %DLQ% topic: by a
                                                     send_back, or a client's own retry_send
                                                     past its max (remoting/retry_counts.py)
+    mqstore_remoting_transaction_*                  with the remoting front: transactions'
+                                                    ends, checks, halves waiting
+                                                    (remoting/transaction_counts.py)
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from mqstore.services.common.observability.metrics import (
 )
 from mqstore.services.notifier.held import CAUSES, HeldPulls
 from mqstore.services.notifier.remoting.retry_counts import RetryCounts
+from mqstore.services.notifier.remoting.transaction_counts import CheckPass, TransactionCounts
 from mqstore.storage.reads.store_view import StoreView
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -72,6 +76,35 @@ def retry_metrics(counts: RetryCounts) -> list[GaugeSpec]:
                     "Messages sent to a dead letter queue (%DLQ%<group>), by path: "
                     "send_back, or a client's own retry_send past its max.",
                     by_label(counts.dead_letters), labels=("path",)),
+    ]
+
+
+def transaction_metrics(counts: TransactionCounts) -> list[GaugeSpec]:
+    """The remoting front's transactions (remoting/transaction_counts.py), registered with
+    GET /v1/transactions (transaction_status.py); the last pass's gauges are absent until a
+    pass has ended."""
+    def last_pass(read: Callable[[CheckPass], float]) -> Callable[[], GaugeValue]:
+        return lambda: None if counts.last_pass is None else read(counts.last_pass)
+
+    return [
+        CounterSpec("mqstore_remoting_transaction_ends_total",
+                    "END_TRANSACTION (37) handled, by outcome (commit, rollback, unknown, "
+                    "refused) and from_check (true: a producer's answer to a check).",
+                    lambda: {(outcome, str(from_check).lower()): float(total)
+                             for (outcome, from_check), total in counts.ends.items()},
+                    labels=("outcome", "from_check")),
+        CounterSpec("mqstore_remoting_transaction_checks_total",
+                    "Halves the check service took up, by outcome: asked (CHECK_TRANSACTION_"
+                    "STATE sent), unasked (no live producer), discarded (past "
+                    "transaction_check_max, to TRANS_CHECK_MAX_TIME_TOPIC).",
+                    lambda: {(outcome,): float(total) for outcome, total in
+                             counts.checks.items()}, labels=("outcome",)),
+        GaugeSpec("mqstore_remoting_transaction_half_messages_waiting",
+                  "Half messages no op message ended, as the check service's last pass "
+                  "counted them.", last_pass(lambda found: found.waiting)),
+        GaugeSpec("mqstore_remoting_transaction_check_pass_timestamp_seconds",
+                  "When the check service's last pass ended (Unix time).",
+                  last_pass(lambda found: found.finished_ms / 1000)),
     ]
 
 

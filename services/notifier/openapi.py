@@ -138,9 +138,31 @@ DELAYS_SCHEMA: dict[str, Any] = {
                                            "The schedule's next offset to deliver, from "
                                            "config/delayOffset.json."}}}}}}
 
+LAST_PASS_FIELDS = ("finished_ms", "half_offset", "half_max_offset", "op_offset",
+                    "op_max_offset", "waiting")
+TRANSACTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "required": ["half_topic", "op_topic", "discarded_topic", "check", "last_pass"],
+    "properties": {
+        "half_topic": GROUP_TOPIC_SCHEMA, "op_topic": GROUP_TOPIC_SCHEMA,
+        "discarded_topic": GROUP_TOPIC_SCHEMA,
+        "check": {"type": "object", "additionalProperties": False,
+                  "required": ["group", "half_offset", "op_offset", "pending"],
+                  "properties": {"group": {"type": "string"}, "half_offset": NULLABLE_INTEGER,
+                                 "op_offset": NULLABLE_INTEGER, "pending": {
+                                     **INTEGER, "description": "Half queue max offset minus "
+                                     "the check's progress: an upper bound, live."}}},
+        "last_pass": {"type": ["object", "null"], "additionalProperties": False,
+                      "required": [*LAST_PASS_FIELDS, "ops_complete"],
+                      "description": "The remoting front's last check pass; null without "
+                                     "the front or before its first pass.",
+                      "properties": {**dict.fromkeys(LAST_PASS_FIELDS, INTEGER),
+                                     "ops_complete": {"type": "boolean"}}}}}
+
 
 def _retry_paths() -> dict[str, Any]:
-    """GET /v1/retries and GET /v1/delays (retry_status.py)."""
+    """GET /v1/retries and GET /v1/delays (retry_status.py), GET /v1/transactions
+    (transaction_status.py)."""
     return {
         "/v1/retries": _get(
             "Each consumer group's retry and dead letter topics, with their queues and "
@@ -150,6 +172,10 @@ def _retry_paths() -> dict[str, Any]:
             "Each delay level's schedule queue, the schedule's next offset and the messages "
             "still waiting.", [], DELAYS_SCHEMA, extra={
                 "500": openapi.error_response("config/delayOffset.json cannot be read.")}),
+        "/v1/transactions": _get(
+            "The half, op and discarded transaction topics, the check's progress and the "
+            "halves its last pass left waiting.", [], TRANSACTIONS_SCHEMA, extra={
+                "500": openapi.error_response("The check group's offsets file is corrupt.")}),
     }
 
 

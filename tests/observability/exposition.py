@@ -4,8 +4,9 @@ Every series family a service can expose is made to appear: the writer as a sync
 the pool, in-process dispatch and its delay schedule (pool, replication master, dispatch and
 delay series) and as a follower (its replication client's series), the indexer and the
 notifier on the same directory (split mode), a notifier serving the remoting front (its
-send-back and dead letter series), and the operator's registry.  A labelled family with no child yet
-still shows its HELP and TYPE lines, so the families are complete even when idle.
+send-back, dead letter and transaction series), and the operator's registry.  A labelled
+family with no child yet still shows its HELP and TYPE lines, so the families are complete
+even when idle.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ async def split_families(directory: Path) -> dict[str, Family]:
 
 
 async def remoting_families(directory: Path) -> dict[str, Family]:
-    """A notifier serving the remoting front (not listening for clients' traffic here)."""
+    """A notifier serving the remoting front (not listening for clients' traffic here),
+    after one transaction check pass (its last pass's gauges are absent before)."""
     directory.mkdir(parents=True, exist_ok=True)
     view = StoreView.open(directory, indexer_config())
     try:
@@ -144,6 +146,7 @@ async def remoting_families(directory: Path) -> dict[str, Family]:
         front = RemotingFront(view, offsets, RemotingSettings(port=0), queue_count_max=8)
         app = create_notifier_app(view, offsets, settings(), remoting=front)
         async with TestClient(TestServer(app)) as client:
+            await front.transaction_check.check_pass()
             return parse(await _get(client), "notifier")
     finally:
         view.close()

@@ -14,12 +14,14 @@ ISSUE_ALERTS = {
 follower under SYNC_MASTER, pool exhausted, pull latency, operator reconcile failures."""
 RETRY_ALERTS = {"MqstoreDeadLettersGrowing"}
 """Retries and dead letters: messages that keep going to a DLQ."""
+TRANSACTION_ALERTS = {"MqstoreDiscardedTransactionsGrowing"}
+"""Transactions: halves that keep being discarded after their last check."""
 
 
 def test_the_issue_alerts_are_all_there_once() -> None:
     names = [rule["alert"] for rule in alert_rules()]
     assert len(names) == len(set(names))
-    assert set(names) == ISSUE_ALERTS | RETRY_ALERTS
+    assert set(names) == ISSUE_ALERTS | RETRY_ALERTS | TRANSACTION_ALERTS
 
 
 def test_the_dead_letter_alert_watches_the_fronts_dead_letters_per_pod() -> None:
@@ -32,6 +34,18 @@ def test_the_dead_letter_alert_watches_the_fronts_dead_letters_per_pod() -> None
     assert "increase(mqstore_remoting_dead_letters_total[" in rule["expr"]
     assert "sum by (namespace, broker, pod)" in rule["expr"]
     assert "path" not in rule["expr"]
+
+
+def test_the_discarded_transactions_alert_watches_the_checks_discards_per_pod() -> None:
+    """It fires on a growing count of halves discarded after their last check, per pod,
+    and on no other outcome of a check."""
+    (rule,) = [rule for rule in alert_rules() if rule["alert"] in TRANSACTION_ALERTS]
+    documented = documented_metrics()
+    assert metric_families_in(rule["expr"], documented) == {
+        "mqstore_remoting_transaction_checks_total"}
+    assert 'increase(mqstore_remoting_transaction_checks_total{outcome="discarded"}[' in \
+        rule["expr"]
+    assert "sum by (namespace, broker, pod)" in rule["expr"]
 
 
 def test_every_alert_is_complete() -> None:

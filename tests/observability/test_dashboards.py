@@ -103,18 +103,22 @@ def test_only_documented_metrics_are_queried() -> None:
             assert not unknown, f"{name}: {sorted(unknown)} not in docs/metrics.md"
 
 
-def test_the_overview_has_a_retries_row_with_every_retry_and_delay_series() -> None:
-    """The row "Retries, dead letters and delays": send-backs by outcome, dead letters by
-    path, the schedule's flow and what waits per level; nothing else queried there."""
-    board = dashboards()["mqstore-overview.json"]
+def _overview_row(title: str) -> list[dict[str, Any]]:
+    """The panels under the overview's row `title`."""
     rows: dict[str, list[dict[str, Any]]] = {}
     current: list[dict[str, Any]] = []
-    for item in board["panels"]:
+    for item in dashboards()["mqstore-overview.json"]["panels"]:
         if item["type"] == "row":
             current = rows.setdefault(item["title"], [])
         else:
             current.append(item)
-    row = rows["Retries, dead letters and delays"]
+    return rows[title]
+
+
+def test_the_overview_has_a_retries_row_with_every_retry_and_delay_series() -> None:
+    """The row "Retries, dead letters and delays": send-backs by outcome, dead letters by
+    path, the schedule's flow and what waits per level; nothing else queried there."""
+    row = _overview_row("Retries, dead letters and delays")
     documented = documented_metrics()
     queried = {family for panel in row for target in panel["targets"]
                for family in metric_families_in(target["expr"], documented)}
@@ -126,6 +130,23 @@ def test_the_overview_has_a_retries_row_with_every_retry_and_delay_series() -> N
                        "mqstore_delay_messages_waiting"}
     legends = {target["legendFormat"] for panel in row for target in panel["targets"]}
     assert {"{{outcome}}", "{{path}}", "level {{level}}"} <= legends
+
+
+def test_the_overview_has_a_transactions_row_with_every_transaction_series() -> None:
+    """The row "Transactions": ends by outcome (producers' and check answers apart), checks
+    by outcome, the halves waiting and how old the last pass is; nothing else there."""
+    row = _overview_row("Transactions")
+    documented = documented_metrics()
+    queried = {family for panel in row for target in panel["targets"]
+               for family in metric_families_in(target["expr"], documented)}
+    assert queried == {family for family in documented
+                       if family.startswith("mqstore_remoting_transaction_")}
+    assert len(queried) == 4
+    exprs = [target["expr"] for panel in row for target in panel["targets"]]
+    assert sum('from_check="true"' in expr for expr in exprs) == 1
+    assert sum('from_check="false"' in expr for expr in exprs) == 1
+    legends = {target["legendFormat"] for panel in row for target in panel["targets"]}
+    assert {"{{outcome}}", "{{outcome}} (check answer)", "{{pod}}"} <= legends
 
 
 def test_the_generator_reproduces_the_committed_files() -> None:

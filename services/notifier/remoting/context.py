@@ -23,6 +23,7 @@ from mqstore.services.notifier.remoting.retry_counts import RetryCounts
 from mqstore.services.notifier.remoting.server_calls import ServerCalls
 from mqstore.services.notifier.remoting.stamps import PropertyStamps
 from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.remoting.transaction_counts import TransactionCounts
 from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage import StoreConfig
 from mqstore.storage.filters import Sql92Cache
@@ -66,6 +67,10 @@ class Front:
     pulls); the notifier sets it when it serves the front."""
     retry_counts: RetryCounts = dataclasses.field(default_factory=RetryCounts)
     """Send-backs and dead letters (retries.py counts; the notifier's metrics read)."""
+    transaction_counts: TransactionCounts = dataclasses.field(
+        default_factory=TransactionCounts)
+    """Ends, checks and the check's last pass (transactions.py and transaction_check.py
+    count; the notifier's metrics and `GET /v1/transactions` read)."""
 
     @property
     def broker_address(self) -> str:

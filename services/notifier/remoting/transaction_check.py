@@ -28,7 +28,9 @@ pass walks half queue `RMQ_SYS_TRANS_HALF_TOPIC`/0 as RocketMQ 5.5.0's
 |                                                   | producer of its `PGROUP`; moves past it |
 
 4. The half offset is committed where the walk stopped, the op offset past the ops that
-   name only halves below it.
+   name only halves below it; what the pass leaves waiting is kept for the metrics and
+   `GET /v1/transactions`, and each half taken up is counted as `asked`, `unasked` or
+   `discarded` (transaction_counts.py).
 
 The producer answers 39 with END_TRANSACTION naming the re-put (transactions.py).  A group
 with no live producer is not asked, but its half counts the check (RocketMQ's too), so a
@@ -69,6 +71,7 @@ from mqstore.services.notifier.remoting.codes import (
 from mqstore.services.notifier.remoting.context import Front
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.offset_table import OffsetCommitError
+from mqstore.services.notifier.remoting.transaction_counts import CheckPass
 from mqstore.storage import StoredMessage
 from mqstore.storage.format import record
 from mqstore.storage.format.hosts import parse_host
@@ -150,6 +153,8 @@ class TransactionCheck:
         """One pass over the half queue (module docstring)."""
         view = self.front.view
         if TRANSACTION_HALF_TOPIC not in view.topics():
+            self.front.transaction_counts.last_pass = CheckPass(
+                int(time.time() * 1000), 0, 0, 0, 0, ops_complete=True, waiting=0)
             return PassReport()
         begun_ms = int(time.time() * 1000)
         half_offset = self._progress(TRANSACTION_HALF_TOPIC)
@@ -164,7 +169,19 @@ class TransactionCheck:
             offsets = self.front.offsets
             offsets.commit(CHECK_GROUP, TRANSACTION_HALF_TOPIC, 0, report.half_offset)
             offsets.commit(CHECK_GROUP, TRANSACTION_OP_TOPIC, 0, report.op_offset)
+            self.front.transaction_counts.last_pass = self._pass_end(report, ops)
         return report
+
+    def _pass_end(self, report: PassReport, ops: OpsRead) -> CheckPass:
+        """What the pass leaves waiting: the halves from its progress to the half queue's
+        end that no op it read names (transaction_counts.py)."""
+        view = self.front.view
+        half_max_offset = view.max_offset(TRANSACTION_HALF_TOPIC, 0)
+        ended = sum(report.half_offset <= offset < half_max_offset for offset in ops.ended())
+        return CheckPass(int(time.time() * 1000), report.half_offset, half_max_offset,
+                         report.op_offset, view.max_offset(TRANSACTION_OP_TOPIC, 0),
+                         ops_complete=ops.complete,
+                         waiting=max(0, half_max_offset - report.half_offset - ended))
 
     def _progress(self, topic: str) -> int:
         committed = self.front.offsets.query(CHECK_GROUP, topic, 0)
@@ -224,6 +241,7 @@ class TransactionCheck:
         if check_times >= settings.transaction_check_max:
             await transactions.forward_routed(self.front, _discarded(half))
             report.discarded += 1
+            self.front.transaction_counts.check("discarded")
             return True
         immunity_seconds = properties.get(transactions.PROPERTY_CHECK_IMMUNITY_SECONDS)
         immunity_ms = settings.transaction_timeout_ms if immunity_seconds is None else \
@@ -239,6 +257,7 @@ class TransactionCheck:
                           stored_ms=stored_ms)
         report.checked += 1
         report.unasked += not asked
+        self.front.transaction_counts.check("asked" if asked else "unasked")
         return True
 
     def _ask(self, half: StoredMessage, properties: dict[str, str], *, queue_offset: int,

@@ -23,7 +23,9 @@ record in RocketMQ's layout, so either broker reading the volume sees the same s
 A 37 whose half cannot be read within `remoting.transaction_end_wait_ms`, or whose
 producer group, half-queue offset or commit log offset do not match the half, changes
 nothing (RocketMQ's checks; the answer is never seen: 37 is oneway); the half is checked
-later (transaction_check.py).  An unknown state (0) is not answered, as RocketMQ.
+later (transaction_check.py).  An unknown state (0) is not answered, as RocketMQ.  Each
+37 is counted by outcome (transaction_counts.py): the notifier's
+`mqstore_remoting_transaction_ends_total{outcome, from_check}`.
 
 Crashes.  Each step is one put the writer answers before the next is sent, and the op
 message, the only record that ends a half, is always last:
@@ -91,8 +93,9 @@ OP_TAG = "d"
 TRANSACTION_BITS = 0xC
 COMMIT_BITS = 0x8
 HOST_FAMILY_BITS = 0x30
-COMMIT, ROLLBACK = 8, 12
-"""`commitOrRollback` of 37 (`MessageSysFlag.TRANSACTION_COMMIT_TYPE` / `_ROLLBACK_TYPE`)."""
+UNKNOWN, COMMIT, ROLLBACK = 0, 8, 12
+"""`commitOrRollback` of 37 (`MessageSysFlag.TRANSACTION_NOT_TYPE` / `_COMMIT_TYPE` /
+`_ROLLBACK_TYPE`)."""
 END_POLL_INTERVAL_MS = 10
 """How often a 37 looks again for a half the indexer has not dispatched yet."""
 
@@ -135,17 +138,31 @@ def half_answer_fields(forward: ForwardRequest) -> dict[str, str]:
 
 
 async def end_transaction(front: Front, request: Command, peer: Peer) -> Command | None:
-    """END_TRANSACTION (37): commit or roll back the half the header names."""
+    """END_TRANSACTION (37): commit or roll back the half the header names; counted by
+    outcome (transaction_counts.py), an error as `refused`."""
+    from_check = headers.flag(request, "fromTransactionCheck")
+    try:
+        outcome, answer = await _end(front, request, peer, from_check=from_check)
+    except Exception:
+        front.transaction_counts.end("refused", from_check=from_check)
+        raise
+    front.transaction_counts.end(outcome, from_check=from_check)
+    return answer
+
+
+async def _end(front: Front, request: Command, peer: Peer, *,
+               from_check: bool) -> tuple[str, Command | None]:
+    """The outcome of a 37 and its answer."""
     state = headers.number(request, "commitOrRollback", minimum=headers.INT32_MIN,
                            maximum=headers.INT32_MAX)
     if state not in (COMMIT, ROLLBACK):
         log.info("END_TRANSACTION from %s with state %d: nothing to do", peer.address, state)
-        return None
+        return ("unknown" if state == UNKNOWN else "refused"), None
     half = await _named_half(front, request)
     if state == COMMIT:
-        await commit(front, half, from_check=headers.flag(request, "fromTransactionCheck"))
+        await commit(front, half, from_check=from_check)
     await forward_routed(front, op_of(half.queue_offset))
-    return request.answer(SUCCESS)
+    return ("commit" if state == COMMIT else "rollback"), request.answer(SUCCESS)
 
 
 async def _named_half(front: Front, request: Command) -> StoredMessage:
@@ -200,11 +217,10 @@ async def commit(front: Front, half: StoredMessage, *, from_check: bool) -> None
 
 def committed_already(front: Front, half: StoredMessage) -> bool:
     """Whether the real topic holds a commit of `half`'s transaction (found through the
-    message index by UNIQ_KEY; False when the index has none, or is disabled: the commit
-    is then written again, as the module docstring says, rather than refused forever)."""
+    message index by UNIQ_KEY; False when the index has none)."""
     transaction_id = half.properties.get(PROPERTY_TRANSACTION_ID)
     topic = half.properties.get(PROPERTY_REAL_TOPIC)
-    if not transaction_id or not topic or front.view.index is None:
+    if not transaction_id or not topic:
         return False
     found = front.view.query_by_key(topic, transaction_id)
     return any(message.sysflag & TRANSACTION_BITS == COMMIT_BITS and
