@@ -8,6 +8,9 @@
 // Usage: remoting-clients-go -namesrv 127.0.0.1:9876 -topic T [-count N] [-timeout-s S]
 // [-access-key K -secret-key S]: with credentials, the producer and the consumer sign every
 // request (the client's primitive.Credentials, the same signature as AclClientRPCHook).
+//
+// With -mode retry, dlq or delay it runs a scenario of redelivery.go or delayed.go instead
+// (consumer send-back, dead letters, delay levels), which reports what it measured.
 package main
 
 import (
@@ -42,6 +45,13 @@ type options struct {
 	timeout   time.Duration
 	accessKey string
 	secretKey string
+	// The scenarios of redelivery.go and delayed.go.
+	mode              string
+	maxReconsumeTimes int
+	quietMs           int
+	level             int
+	clampLevel        int
+	waitMs            int
 }
 
 func (o options) credentials() primitive.Credentials {
@@ -67,6 +77,12 @@ func parseOptions() options {
 	flag.IntVar(&timeoutS, "timeout-s", 60, "how long to wait for the messages to come back")
 	flag.StringVar(&o.accessKey, "access-key", "", "sign requests as this user (with -secret-key)")
 	flag.StringVar(&o.secretKey, "secret-key", "", "the user's secret key")
+	flag.StringVar(&o.mode, "mode", "produce-consume", "produce-consume, retry, dlq or delay")
+	flag.IntVar(&o.maxReconsumeTimes, "max-reconsume-times", 2, "dlq: the consumer's maxReconsumeTimes")
+	flag.IntVar(&o.quietMs, "quiet-ms", 6000, "dlq: how long after the last delivery none may come")
+	flag.IntVar(&o.level, "level", 2, "delay: the delay level of the delayed messages")
+	flag.IntVar(&o.clampLevel, "clamp-level", 99, "delay: the level of one more message (above the table's last)")
+	flag.IntVar(&o.waitMs, "wait-ms", 5000, "delay: how long after the last send to wait for the delayed messages")
 	flag.Parse()
 	if o.namesrv == "" || o.topic == "" {
 		fmt.Fprintln(os.Stderr, "-namesrv and -topic are required")
@@ -245,6 +261,10 @@ func (c *checker) report(o options, sentCount int) map[string]any {
 func main() {
 	o := parseOptions()
 	rlog.SetLogLevel("error")
+	if o.mode != "produce-consume" {
+		runScenario(o)
+		return
+	}
 	messages, err := produce(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "produce:", err)
@@ -259,5 +279,25 @@ func main() {
 		os.Exit(1)
 	}
 	line, _ := json.Marshal(c.report(o, len(messages)))
+	fmt.Println(string(line))
+}
+
+// runScenario runs the scenario -mode names and prints its JSON line.
+func runScenario(o options) {
+	var result map[string]any
+	var err error
+	switch o.mode {
+	case "retry", "dlq":
+		result, err = redeliver(o)
+	case "delay":
+		result, err = delayed(o)
+	default:
+		err = fmt.Errorf("unknown -mode %q", o.mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, o.mode+":", err)
+		os.Exit(1)
+	}
+	line, _ := json.Marshal(result)
 	fmt.Println(string(line))
 }
