@@ -217,10 +217,11 @@ async def commit(front: Front, half: StoredMessage, *, from_check: bool) -> None
 
 def committed_already(front: Front, half: StoredMessage) -> bool:
     """Whether the real topic holds a commit of `half`'s transaction (found through the
-    message index by UNIQ_KEY; False when the index has none)."""
+    message index by UNIQ_KEY; False when the index has none, or is disabled: the commit
+    is then written again, as the module docstring says, rather than refused forever)."""
     transaction_id = half.properties.get(PROPERTY_TRANSACTION_ID)
     topic = half.properties.get(PROPERTY_REAL_TOPIC)
-    if not transaction_id or not topic:
+    if not transaction_id or not topic or front.view.index is None:
         return False
     found = front.view.query_by_key(topic, transaction_id)
     return any(message.sysflag & TRANSACTION_BITS == COMMIT_BITS and
