@@ -10,6 +10,8 @@
         for message in consumer.poll(max_messages=32, wait_ms=5000):
             ...
         consumer.commit()             # at least once: uncommitted messages come again
+    # consumer.nack(message): it comes again after a delay (retries.py), past the max in
+    # the group's dead letter queue
 
 `AsyncProducer` and `AsyncConsumer` have the same APIs as coroutines.  Errors: see
 `errors.py`.
@@ -28,6 +30,7 @@ from mqstore.client.errors import (
 )
 from mqstore.client.producer import Producer
 from mqstore.client.results import SendResult
+from mqstore.client.retries import NackResult
 from mqstore.services.common.http.batch_wire import WireMessage as OutgoingMessage
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "Consumer",
     "DiskFullError",
     "MqstoreError",
+    "NackResult",
     "OutgoingMessage",
     "Producer",
     "ReceivedMessage",

@@ -13,6 +13,7 @@ one topic for one group; do not run two of its polls at once (positions would ra
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from types import TracebackType
 
@@ -24,6 +25,12 @@ from mqstore.client.consumer import DEFAULT_WAIT_MS
 from mqstore.client.consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
 from mqstore.client.errors import UnavailableError
 from mqstore.client.results import retry_after_s
+from mqstore.client.retries import (
+    DEFAULT_RETRY_POLL_INTERVAL_MS,
+    NackResult,
+    PollRound,
+    RetryPolling,
+)
 from mqstore.services.auth.http_signature import signer_for
 
 RETRIED_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError)
@@ -33,7 +40,8 @@ class AsyncConsumer:
     def __init__(self, url: str, group: str, topic: str, *, tags: Sequence[str] | None = None,
                  timeout_s: float = 10.0, retries_max: int = 3, backoff_initial_ms: int = 50,
                  backoff_max_ms: int = 2000, access_key: str | None = None,
-                 secret_key: str | None = None) -> None:
+                 secret_key: str | None = None, poll_retries: bool = True,
+                 retry_poll_interval_ms: int = DEFAULT_RETRY_POLL_INTERVAL_MS) -> None:
         """`access_key`, `secret_key`: sign every request as that account (see Consumer)."""
         parts, prefix = base_path(url)
         self._signer = signer_for(access_key, secret_key)
@@ -42,6 +50,8 @@ class AsyncConsumer:
         self._backoff = Backoff(retries_max=retries_max, initial_ms=backoff_initial_ms,
                                 max_ms=backoff_max_ms)
         self._state = ConsumerState(prefix, group, topic, tags=tags)
+        self._retries = RetryPolling(prefix, group, poll_interval_ms=retry_poll_interval_ms)
+        self._poll_retries = poll_retries
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -51,23 +61,30 @@ class AsyncConsumer:
 
     async def poll(self, max_messages: int = 32, wait_ms: int = DEFAULT_WAIT_MS
                    ) -> list[ReceivedMessage]:
-        """Up to `max_messages` new messages, waiting up to `wait_ms` for some."""
-        loop = asyncio.get_running_loop()
-        deadline_s = loop.time() + wait_ms / 1000
-        remaining_ms = wait_ms  # the first request asks for exactly what the caller did
-        while True:
-            before = dict(self._state.positions)
-            request = self._state.poll_request(max_messages=max_messages, wait_ms=remaining_ms)
-            messages = self._state.take(request, await self._call(request, wait_ms=remaining_ms))
-            if messages or self._state.positions == before or remaining_ms == 0:
+        """Up to `max_messages` new messages (of the topic or, when due, of the group's retry
+        topic), waiting up to `wait_ms` for some."""
+        poll = PollRound(self._state, self._retries if self._poll_retries else None,
+                         max_messages=max_messages, wait_ms=wait_ms, clock_s=time.monotonic)
+        while (step := poll.next()) is not None:
+            messages = poll.answered(step, await self._call(step.request,
+                                                            wait_ms=step.wait_ms))
+            if messages:
                 return messages
-            remaining_ms = max(0, int((deadline_s - loop.time()) * 1000))
+        return []
+
+    async def nack(self, message: ReceivedMessage, *, delay_level: int = 0,
+                   max_reconsume_times: int | None = None) -> NackResult:
+        """`Consumer.nack`: `message` comes again later, or goes to the dead letter queue."""
+        request = self._retries.nack_request(message, delay_level=delay_level,
+                                             max_reconsume_times=max_reconsume_times)
+        return self._retries.nacked(request, await self._call(request, wait_ms=0))
 
     async def commit(self) -> None:
         """Commit the offsets past every message `poll` returned (nothing if none moved)."""
-        request = self._state.commit_request()
-        if request is not None:
-            self._state.committed_by(request, await self._call(request, wait_ms=0))
+        for state in (self._state, self._retries.state):
+            request = state.commit_request()
+            if request is not None:
+                state.committed_by(request, await self._call(request, wait_ms=0))
 
     async def close(self) -> None:
         """Close the session; uncommitted messages will be delivered again."""

@@ -24,13 +24,18 @@ reads; a commit never moves an offset back).  Errors are `mqstore.client`'s: 4xx
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from types import TracebackType
 
 from mqstore.client.calls import base_path
 from mqstore.client.connection import RetryingConnection
 from mqstore.client.consumer_calls import ConsumerState, ReceivedMessage, Request, read_answer
+from mqstore.client.retries import (
+    DEFAULT_RETRY_POLL_INTERVAL_MS,
+    NackResult,
+    PollRound,
+    RetryPolling,
+)
 from mqstore.services.auth.http_signature import signer_for
 
 DEFAULT_WAIT_MS = 5_000
@@ -43,7 +48,8 @@ class Consumer:
     def __init__(self, url: str, group: str, topic: str, *, tags: Sequence[str] | None = None,
                  timeout_s: float = 10.0, retries_max: int = 3, backoff_initial_ms: int = 50,
                  backoff_max_ms: int = 2000, access_key: str | None = None,
-                 secret_key: str | None = None) -> None:
+                 secret_key: str | None = None, poll_retries: bool = True,
+                 retry_poll_interval_ms: int = DEFAULT_RETRY_POLL_INTERVAL_MS) -> None:
         """`access_key`, `secret_key`: an account of the services' users file; every
         request is then signed (docs/http-api.md).  Neither: unsigned requests."""
         parts, prefix = base_path(url)
@@ -52,6 +58,8 @@ class Consumer:
                                         backoff_max_ms=backoff_max_ms,
                                         signer=signer_for(access_key, secret_key))
         self._state = ConsumerState(prefix, group, topic, tags=tags)
+        self._retries = RetryPolling(prefix, group, poll_interval_ms=retry_poll_interval_ms)
+        self._poll_retries = poll_retries
 
     @property
     def positions(self) -> dict[int, int]:
@@ -60,23 +68,31 @@ class Consumer:
 
     def poll(self, max_messages: int = 32, wait_ms: int = DEFAULT_WAIT_MS
              ) -> list[ReceivedMessage]:
-        """Up to `max_messages` new messages, waiting up to `wait_ms` for some."""
-        deadline_s = time.monotonic() + wait_ms / 1000
-        remaining_ms = wait_ms  # the first request asks for exactly what the caller did
-        while True:
-            before = dict(self._state.positions)
-            request = self._state.poll_request(max_messages=max_messages, wait_ms=remaining_ms)
-            messages = self._state.take(request, self._call(request, wait_ms=remaining_ms))
-            # Empty but moved (a tag filter skipped entries): ask again while time remains.
-            if messages or self._state.positions == before or remaining_ms == 0:
+        """Up to `max_messages` new messages (of the topic or, when due, of the group's retry
+        topic), waiting up to `wait_ms` for some."""
+        poll = PollRound(self._state, self._retries if self._poll_retries else None,
+                         max_messages=max_messages, wait_ms=wait_ms)
+        while (step := poll.next()) is not None:
+            messages = poll.answered(step, self._call(step.request, wait_ms=step.wait_ms))
+            if messages:
                 return messages
-            remaining_ms = max(0, int((deadline_s - time.monotonic()) * 1000))
+        return []
+
+    def nack(self, message: ReceivedMessage, *, delay_level: int = 0,
+             max_reconsume_times: int | None = None) -> NackResult:
+        """Have `message` come again later, or go to the group's dead letter queue past
+        `max_reconsume_times` (default: the notifier's, 16): see retries.py.  Commit as
+        for any other message."""
+        request = self._retries.nack_request(message, delay_level=delay_level,
+                                             max_reconsume_times=max_reconsume_times)
+        return self._retries.nacked(request, self._call(request, wait_ms=0))
 
     def commit(self) -> None:
         """Commit the offsets past every message `poll` returned (nothing if none moved)."""
-        request = self._state.commit_request()
-        if request is not None:
-            self._state.committed_by(request, self._call(request, wait_ms=0))
+        for state in (self._state, self._retries.state):
+            request = state.commit_request()
+            if request is not None:
+                state.committed_by(request, self._call(request, wait_ms=0))
 
     def close(self) -> None:
         """Close the connection; uncommitted messages will be delivered again."""

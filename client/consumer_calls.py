@@ -35,6 +35,14 @@ class ReceivedMessage:
     keys: tuple[str, ...]
     properties: Mapping[str, str]
     body: bytes
+    reconsume_times: int = 0
+    """Times the message was consumed and nacked before: 0, or that of a retry copy."""
+
+    @property
+    def origin_topic(self) -> str:
+        """The topic the message was sent to: a retry copy (`topic` `%RETRY%<group>`)
+        keeps it in its `RETRY_TOPIC` property."""
+        return self.properties.get("RETRY_TOPIC", self.topic)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +59,8 @@ def message_from_json(document: Mapping[str, Any]) -> ReceivedMessage:
         msg_id=document["msg_id"], store_timestamp_ms=document["store_timestamp_ms"],
         born_timestamp_ms=document["born_timestamp_ms"], tags=document["tags"],
         keys=tuple(document["keys"]), properties=dict(document["properties"]),
-        body=base64.b64decode(document["body_base64"], validate=True))
+        body=base64.b64decode(document["body_base64"], validate=True),
+        reconsume_times=document.get("reconsume_times", 0))
 
 
 def read_answer(request: Request, http_status: int, body: bytes) -> dict[str, Any]:
@@ -81,7 +90,7 @@ class ConsumerState:
         self.group = group
         self.topic = topic
         self.tags = list(tags) if tags else None
-        self._group_path = f"{prefix}/v1/groups/{urllib.parse.quote(group, safe='')}"
+        self.group_path = f"{prefix}/v1/groups/{urllib.parse.quote(group, safe='')}"
         self.positions: dict[int, int] = {}
         self.committed: dict[int, int] = {}
 
@@ -93,7 +102,7 @@ class ConsumerState:
             "max_messages": max_messages, "wait_ms": wait_ms, "tags": self.tags,
             "offsets": {str(queue_id): offset for queue_id, offset in self.positions.items()}}
         topic = urllib.parse.quote(self.topic, safe="")
-        return Request("POST", f"{self._group_path}/topics/{topic}/poll",
+        return Request("POST", f"{self.group_path}/topics/{topic}/poll",
                        json.dumps(document).encode())
 
     def take(self, request: Request, document: Mapping[str, Any]) -> list[ReceivedMessage]:
@@ -114,7 +123,7 @@ class ConsumerState:
             return None
         document = {"topic": self.topic,
                     "offsets": {str(queue_id): offset for queue_id, offset in moved.items()}}
-        return Request("POST", f"{self._group_path}/offsets", json.dumps(document).encode())
+        return Request("POST", f"{self.group_path}/offsets", json.dumps(document).encode())
 
     def committed_by(self, request: Request, document: Mapping[str, Any]) -> None:
         try:

@@ -223,17 +223,20 @@ def _overview_retries() -> list[dict[str, Any]]:
     s = sel()
     return [
         row("Retries, dead letters and delays"),
-        panel("Send-backs", "reqps", [
+        panel("Send-backs and nacks", "reqps", [
             (f"sum by (outcome) (rate(mqstore_remoting_send_backs_total{s}{RATE}))",
-             "{{outcome}}")],
-            description="Consumers' send-backs of failed messages (remoting code 36) per "
-                        "second: stored for a retry, stored as a dead letter, or refused "
-                        "(the client then sends the message to its retry topic itself)."),
+             "{{outcome}}"),
+            (f"sum by (outcome) (rate(mqstore_nacks_total{s}{RATE}))", "nack {{outcome}}")],
+            description="Consumers' failed messages per second, sent back (remoting code "
+                        "36) or nacked over HTTP: stored for a retry, stored as a dead "
+                        "letter, or refused (a RocketMQ client then sends the message to its "
+                        "retry topic itself; an HTTP consumer nacks again)."),
         panel("Dead-lettered messages", "short", [
             (f"sum by (path) (increase(mqstore_remoting_dead_letters_total{s}{RATE}))",
              "{{path}}")],
-            description="Messages moved to a %DLQ% topic per interval: by a send-back past "
-                        "the max reconsume times, or a client's own retry send past it. "
+            description="Messages moved to a %DLQ% topic per interval: by a send-back or a "
+                        "nack past the max reconsume times, or a client's own retry send past "
+                        "it. "
                         "They are never delivered again: mqstore admin retries lists them."),
         panel("Delayed messages", "ops", [
             (f"sum (rate(mqstore_delay_messages_scheduled_total{s}{RATE}))", "scheduled"),

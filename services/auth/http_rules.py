@@ -11,6 +11,8 @@
 | notifier | POST /v1/groups/{group}/offsets                         | SUB on group; on the body's|
 |          |                                                         | topic (handler)            |
 | notifier | GET  /v1/groups/{group}/offsets?topic=                  | SUB on group and topic     |
+| notifier | POST /v1/groups/{group}/nacks                           | SUB on group; on the body's|
+|          |                                                         | topic (handler)            |
 | notifier | GET  /v1/topics/{topic}/messages, .../offset-by-time,   | SUB on topic               |
 |          | /v1/topics/{topic}/queues                               |                            |
 | notifier | GET  /v1/messages/{physical_offset}                     | admin (a position names no |
@@ -84,6 +86,7 @@ NOTIFIER_RULES: RouteRules = {
     ("POST", "/v1/groups/{group}/topics/{topic}/poll"): _group_and_topic,
     ("POST", "/v1/groups/{group}/offsets"): _group,  # the body's topic: commit_offsets
     ("GET", "/v1/groups/{group}/offsets"): _group_and_query_topic,
+    ("POST", "/v1/groups/{group}/nacks"): _group,  # the body's topic: Nacks.nack
     ("GET", "/v1/topics/{topic}/messages"): _read_topic,
     ("GET", "/v1/topics/{topic}/queues/{queue_id}/offset-by-time"): _read_topic,
     ("GET", "/v1/messages/{physical_offset}"): _admin,

@@ -2,7 +2,7 @@
 
     {"topic": "Orders", "queue_id": 3, "queue_offset": 17, "physical_offset": 1048576,
      "msg_id": "7F00000100002A9F0000000000100000", "store_timestamp_ms": ...,
-     "born_timestamp_ms": ..., "tags": "created", "keys": ["order-17"],
+     "born_timestamp_ms": ..., "reconsume_times": 0, "tags": "created", "keys": ["order-17"],
      "properties": {"region": "eu"}, "body_base64": "..."}
 
 `properties` leaves out TAGS and KEYS (they are the `tags` and `keys` fields); the body is
@@ -33,6 +33,7 @@ def message_json(message: StoredMessage) -> dict[str, Any]:
         "msg_id": message.msg_id,
         "store_timestamp_ms": message.store_timestamp_ms,
         "born_timestamp_ms": message.born_timestamp_ms,
+        "reconsume_times": message.reconsume_times,
         "tags": message.tags,
         "keys": list(message.keys),
         "properties": {name: value for name, value in message.properties.items()

@@ -10,6 +10,8 @@
     GET  /v1/messages/{physical_offset}                  lookup by commit log position
     GET  /v1/topics, /v1/topics/{topic}/queues           topics; queues with min/max offsets
     PUT, DELETE /v1/topics/{topic}                       create, delete a topic (topic_admin.py)
+    POST /v1/groups/{group}/nacks                        a failed message, retried later or
+                                                         dead-lettered (nacks.py)
     GET  /v1/retries?group=, /v1/delays                  retry and dead letter topics per group,
                                                          waiting delayed messages (retry_status.py)
     GET  /v1/transactions                                half messages, the check's progress
@@ -45,14 +47,17 @@ from mqstore.services.common.http.bodies import (
 )
 from mqstore.services.common.settings.auth import AuthSettings
 from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
+from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.notifier.answers import behind_bytes_max
 from mqstore.services.notifier.handlers import NotifierHandlers
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.services.notifier.metrics import NotifierMetrics
+from mqstore.services.notifier.nacks import CopySender, Nacks
 from mqstore.services.notifier.notices import NoticeFeed, NoticeStream, notice_signer, refresh_loop
 from mqstore.services.notifier.openapi import notifier_openapi
 from mqstore.services.notifier.pulls import Puller
+from mqstore.services.notifier.remoting.retry_counts import RetryCounts
 from mqstore.services.notifier.remoting.topics import TopicTable
 from mqstore.services.notifier.retry_status import RetryStatus
 from mqstore.services.notifier.topic_admin import TopicAdmin
@@ -92,20 +97,25 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                topics: TopicTable | None = None,
                indexer_ssl: ssl.SSLContext | None = None,
                users: Users | None = None,
-               auth: AuthSettings | None = None) -> web.Application:
+               auth: AuthSettings | None = None,
+               writer_link: CopySender | None = None,
+               retry_max_times: int = RemotingSettings().retry_max_times) -> web.Application:
     """`remoting`: also serve this RocketMQ remoting front (services/notifier/remoting): it
     starts and stops with the app, and the notices wake its held pulls too.  `topics`: the
     process's topic table, shared with the front (default: one of the app's own, with the writer's
     default queue count).  `indexer_ssl`: how the notice stream verifies an https indexer
     (services/common/settings/tls.py).  `users`: who may do what (services/auth; None:
     anyone may do anything); `auth` bounds their signed requests and names the account the
-    notice stream is read with."""
+    notice stream is read with.  Nacks (nacks.py) send on the front's writer link, else on
+    `writer_link` (closed with the app; neither: they answer 503), and default to
+    `retry_max_times`."""
     state = NotifierState()
     held = HeldPulls(held_max=settings.held_requests_max,
                      held_per_client_max=settings.held_requests_per_client_max)
+    retry_counts = remoting.front.retry_counts if remoting else RetryCounts()
     metrics = NotifierMetrics(view, held, lambda: bool(state.stream and
                                                             state.stream.connected),
-                              retry_counts=remoting.front.retry_counts if remoting else None)
+                              retry_counts=retry_counts)
     feed = NoticeFeed(view, held, metrics)
     puller = Puller(view, held, metrics, behind_bytes_max=behind_bytes_max(
         settings.pull_from_follower_memory_ratio),
@@ -127,6 +137,9 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                                        access])
     expect = body_size_expect_handler(body_size_bytes_max=REQUEST_BODY_SIZE_BYTES_MAX)
     app[STATE], app[FEED], app[HELD], app[METRICS] = state, feed, held, metrics
+    _add_nacks(app, Nacks(view, writer_link or (remoting.front.link if remoting else None),
+                          retry_counts, settings, reconsume_times_max=retry_max_times),
+               expect, own_link=writer_link if remoting is None else None)
     _add_routes(app.router, handlers, admin, RetryStatus(view, topic_names=admin.names),
                 expect)
     add_transactions(app, view, offsets, metrics.registry, remoting.front if remoting else None)
@@ -138,7 +151,16 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
         remoting.front.on_woken = metrics.woken  # one set of wake-up metrics for both
         app[REMOTING] = remoting
         app.cleanup_ctx.append(_remoting(remoting))
+    add_common_routes(app, registry=metrics.registry,
+                      openapi=notifier_openapi(view.config, settings,
+                                             queue_count_max=admin.queue_count_max),
+                      not_ready=_stops(app, state, held))
+    return app
 
+
+def _stops(app: web.Application, state: NotifierState, held: HeldPulls
+           ) -> Callable[[], str | None]:
+    """On shutdown every held pull is answered at once; the app's readiness check."""
     async def answer_held_pulls(app: web.Application) -> None:
         state.stopping = True
         held.close()
@@ -150,11 +172,18 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
             return "shutting down"
         return state.background_failure
 
-    add_common_routes(app, registry=metrics.registry,
-                      openapi=notifier_openapi(view.config, settings,
-                                             queue_count_max=admin.queue_count_max),
-                      not_ready=not_ready)
-    return app
+    return not_ready
+
+
+def _add_nacks(app: web.Application, nacks: Nacks, expect: ExpectHandler, *,
+               own_link: CopySender | None) -> None:
+    """The nack route; `own_link` (the app's, not the front's) is closed at cleanup."""
+    app.router.add_post("/v1/groups/{group}/nacks", nacks.nack, expect_handler=expect)
+    if own_link is not None:
+        async def close_link(app: web.Application) -> None:
+            await own_link.close()
+
+        app.on_cleanup.append(close_link)
 
 
 def _add_routes(router: web.UrlDispatcher, handlers: NotifierHandlers, admin: TopicAdmin,

@@ -17,8 +17,10 @@
     mqstore_remoting_send_backs_total{outcome}      with the remoting front: send-backs (36)
                                                     answered: retry, dead_letter, refused
     mqstore_remoting_dead_letters_total{path}       messages sent to a %DLQ% topic: by a
-                                                    send_back, or a client's own retry_send
-                                                    past its max (remoting/retry_counts.py)
+                                                    send_back, a client's own retry_send
+                                                    past its max, or a nack
+                                                    (remoting/retry_counts.py)
+    mqstore_nacks_total{outcome}                    HTTP nacks (nacks.py)
     mqstore_remoting_transaction_*                  with the remoting front: transactions'
                                                     ends, checks, halves waiting
                                                     (remoting/transaction_counts.py)
@@ -63,7 +65,7 @@ def held_marker(request: web.Request) -> Callable[[], None]:
 
 
 def retry_metrics(counts: RetryCounts) -> list[GaugeSpec]:
-    """The remoting front's send-backs and dead letters (remoting/retry_counts.py)."""
+    """Send-backs, HTTP nacks and dead letters (remoting/retry_counts.py)."""
     def by_label(totals: dict[str, int]) -> Callable[[], GaugeValue]:
         return lambda: {(label,): float(total) for label, total in totals.items()}
 
@@ -74,8 +76,12 @@ def retry_metrics(counts: RetryCounts) -> list[GaugeSpec]:
                     by_label(counts.send_backs), labels=("outcome",)),
         CounterSpec("mqstore_remoting_dead_letters_total",
                     "Messages sent to a dead letter queue (%DLQ%<group>), by path: "
-                    "send_back, or a client's own retry_send past its max.",
+                    "send_back, a client's own retry_send past its max, or an HTTP nack.",
                     by_label(counts.dead_letters), labels=("path",)),
+        CounterSpec("mqstore_nacks_total",
+                    "HTTP nacks of consumers' failed messages (POST /v1/groups/{group}/nacks) "
+                    "answered, by outcome: retry, dead_letter, refused.",
+                    by_label(counts.nacks), labels=("outcome",)),
     ]
 
 

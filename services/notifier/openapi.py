@@ -13,6 +13,7 @@ from typing import Any
 from mqstore.services.common.http import openapi
 from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
 from mqstore.services.notifier import pulls, requests
+from mqstore.services.notifier.nacks import RECONSUME_TIMES_MAX
 from mqstore.services.notifier.requests import (
     DEFAULT_MAX_MESSAGES,
     KEY_PATTERN,
@@ -38,13 +39,15 @@ QUEUE_ID = {"name": "queue_id", "in": "path", "required": True,
 MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
     "required": ["topic", "queue_id", "queue_offset", "physical_offset", "msg_id",
-                 "store_timestamp_ms", "born_timestamp_ms", "tags", "keys", "properties",
-                 "body_base64"],
+                 "store_timestamp_ms", "born_timestamp_ms", "reconsume_times", "tags", "keys",
+                 "properties", "body_base64"],
     "properties": {
         "topic": {"type": "string"}, "queue_id": INTEGER, "queue_offset": INTEGER,
         "physical_offset": INTEGER,
         "msg_id": {"type": "string", "description": "RocketMQ offset msg id."},
         "store_timestamp_ms": {"type": "integer"}, "born_timestamp_ms": {"type": "integer"},
+        "reconsume_times": {**INTEGER, "description": "Times consumed before: 0, or the "
+                                                      "nacks a retry copy comes after."},
         "tags": {"type": ["string", "null"]},
         "keys": {"type": "array", "items": {"type": "string"}},
         "properties": {"type": "object", "additionalProperties": {"type": "string"},
@@ -179,6 +182,32 @@ def _retry_paths() -> dict[str, Any]:
     }
 
 
+def _nack_paths(topic_schema: dict[str, Any]) -> dict[str, Any]:
+    """POST /v1/groups/{group}/nacks (nacks.py)."""
+    level = {"type": "integer", "minimum": -1, "maximum": RECONSUME_TIMES_MAX}
+    nack = {"type": "object", "additionalProperties": False,
+            "required": ["topic", "queue_id", "queue_offset"], "properties": {
+                "topic": topic_schema, "queue_id": QUEUE_ID["schema"], "queue_offset": OFFSET,
+                "delay_level": {**level, "default": 0, "description":
+                                "0: 3 + the message's reconsume times; -1: dead letter."},
+                "max_reconsume_times": {**level, "minimum": 0, "description":
+                                        "Default remoting.retry_max_times."}}}
+    nacked = {"type": "object", "additionalProperties": False, "required": [
+        "group", "topic", "queue_id", "queue_offset", "stored_in", "dead_letter",
+        "reconsume_times", "delay_level", "delay_ms"], "properties": {
+            "group": {"type": "string"}, "topic": {"type": "string"}, "queue_id": INTEGER,
+            "queue_offset": INTEGER, "stored_in": {"type": "string"},
+            "dead_letter": {"type": "boolean"}, "reconsume_times": INTEGER,
+            "delay_level": INTEGER, "delay_ms": INTEGER}}
+    return {"/v1/groups/{group}/nacks": _post(
+        "A failed message: its copy waits in %RETRY%<group>, or goes to %DLQ%<group> past "
+        "max_reconsume_times.", [GROUP], nack, nacked, extra={
+            "404": openapi.error_response("NO_MESSAGE or MESSAGE_CORRUPT at that offset."),
+            "503": openapi.error_response("The writer cannot take the copy now.",
+                                          headers=RETRY_AFTER),
+            "507": openapi.error_response("The writer's disk is full.")})}
+
+
 def _query(name: str, description: str, *, required: bool = False,
            schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": required, "description": description,
@@ -283,6 +312,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings, *,
     return {
         **_pull_paths(topic, settings),
         **_retry_paths(),
+        **_nack_paths(topic_schema),
         "/v1/topics/{topic}": _topic_admin(topic, queue_count_max=queue_count_max),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",

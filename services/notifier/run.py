@@ -16,6 +16,7 @@ import logging
 import urllib.parse
 
 from mqstore.services.auth import users_of
+from mqstore.services.common.links.forward_secret import secret_path
 from mqstore.services.common.observability.logs import configure_logging
 from mqstore.services.common.process.lifecycle import serve
 from mqstore.services.common.process.loops import run_service
@@ -25,6 +26,7 @@ from mqstore.services.common.settings.tls import client_context, server_context
 from mqstore.services.notifier.app import create_app
 from mqstore.services.notifier.remoting.service import RemotingFront
 from mqstore.services.notifier.remoting.topics import TopicTable
+from mqstore.services.notifier.remoting.writer_link import WriterLink
 from mqstore.storage import ConfigError
 from mqstore.storage.files.consumer_offsets import ConsumerOffsets
 from mqstore.storage.reads.store_view import StoreView
@@ -78,9 +80,12 @@ async def _serve(config: ServiceConfig) -> int:
                                  queue_count_max=config.writer.topic_queue_count,
                                  ssl_context=tls, users=users) \
             if config.remoting.enabled else None
+        # Nacks send their copies on the front's link, or on one of their own without it.
+        link = None if remoting else WriterLink(front, secret_path=secret_path(view.directory))
         app = create_app(view, offsets, settings, remoting=remoting, topics=topics,
                          indexer_ssl=client_context(config.tls, host=indexer_host),
-                         users=users, auth=config.auth)
+                         users=users, auth=config.auth, writer_link=link,
+                         retry_max_times=front.retry_max_times)
         await serve(app, settings, log=log, failure=lambda: None, ssl_context=tls,
                     details={"data_dir": str(config.data_dir),
                              "indexer_url": settings.indexer_url, "config": config.source})

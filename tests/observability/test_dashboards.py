@@ -116,13 +116,13 @@ def _overview_row(title: str) -> list[dict[str, Any]]:
 
 
 def test_the_overview_has_a_retries_row_with_every_retry_and_delay_series() -> None:
-    """The row "Retries, dead letters and delays": send-backs by outcome, dead letters by
+    """The row "Retries, dead letters and delays": send-backs and nacks by outcome, dead letters by
     path, the schedule's flow and what waits per level; nothing else queried there."""
     row = _overview_row("Retries, dead letters and delays")
     documented = documented_metrics()
     queried = {family for panel in row for target in panel["targets"]
                for family in metric_families_in(target["expr"], documented)}
-    assert queried == {"mqstore_remoting_send_backs_total",
+    assert queried == {"mqstore_remoting_send_backs_total", "mqstore_nacks_total",
                        "mqstore_remoting_dead_letters_total",
                        "mqstore_delay_messages_scheduled_total",
                        "mqstore_delay_messages_delivered_total",

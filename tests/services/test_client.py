@@ -177,7 +177,8 @@ def test_a_poll_asks_for_exactly_the_wait_given(monkeypatch: pytest.MonkeyPatch)
         raise Sent
 
     monkeypatch.setattr(Consumer, "_call", call)
-    with Consumer("http://127.0.0.1:9", "g", "T") as consumer, pytest.raises(Sent):
+    with Consumer("http://127.0.0.1:9", "g", "T", poll_retries=False) as consumer, \
+            pytest.raises(Sent):
         consumer.poll(max_messages=1, wait_ms=99_999_999)
     assert sent[0] is not None
     assert b'"wait_ms": 99999999' in sent[0]

@@ -74,7 +74,8 @@ def test_a_pulled_message_has_every_field(store_dir: Path, written: list[Any]) -
             "topic": "Orders", "queue_id": 0, "queue_offset": 3,
             "physical_offset": stored.physical_offset, "msg_id": stored.msg_id,
             "store_timestamp_ms": stored.store_timestamp_ms,
-            "born_timestamp_ms": stored.born_timestamp_ms, "tags": "b", "keys": ["order-3"],
+            "born_timestamp_ms": stored.born_timestamp_ms, "reconsume_times": 0, "tags": "b",
+            "keys": ["order-3"],
             "properties": {key: value for key, value in stored.properties.items()
                            if key not in ("TAGS", "KEYS")},
             "body_base64": base64.b64encode(b"o3").decode()}]

@@ -1,29 +1,17 @@
 """Retries and dead letters: CONSUMER_SEND_MSG_BACK (36), and sends to `%RETRY%<group>`.
 
 A push consumer whose listener fails a message sends it back (36: the message's commit log
-`offset`, its `group`, a `delayLevel`, the client's `maxReconsumeTimes`).  As RocketMQ's
-`AbstractSendMessageProcessor#consumerSendMsgBack`, the front reads the message at the
-offset and forwards a copy to the writer (forward kind "routed": the writer admits a
-`%RETRY%` or `%DLQ%` topic from the front alone):
-
-| the message's reconsume times, the request     | the copy goes to                         |
-|------------------------------------------------|------------------------------------------|
-| >= max (the header's `maxReconsumeTimes`, else | `%DLQ%<group>` queue 0, `DELAY=0`: kept,  |
-| `remoting.retry_max_times`), or delayLevel < 0 | never delivered again                    |
-| otherwise                                      | `%RETRY%<group>` queue 0 with `DELAY` =  |
-|                                                | delayLevel, or 3 + reconsume times when 0 |
-|                                                | (10 s, 30 s, 1 min, ... by default)      |
-
-The copy keeps the message's body, flags, born host and time and properties, adds
-`RETRY_TOPIC` (the first topic), `ORIGIN_MESSAGE_ID` (the first delivery's offset msg id)
-and `WAIT=false`, and counts one more reconsume time.  The writer stores one with `DELAY`
-in the schedule topic until it is due (services/writer/delayed_puts.py), then in the retry
-topic, which push consumers subscribe to by themselves.  An offset that holds no message
-answers 1 SYSTEM_ERROR `look message by offset failed`; the client then sends the message
-to `%RETRY%<group>` itself, a plain send carrying `RECONSUME_TIME` and
-`MAX_RECONSUME_TIMES`, whose header says how often it was consumed: past the max
-(`dead_letter_if_spent`) the front routes that send to the dead letter queue too.  So no
-path redelivers without bound.
+`offset`, its `group`, a `delayLevel`, the client's `maxReconsumeTimes`).  The front reads
+the message at the offset and forwards the copy services/notifier/send_backs.py builds (as
+RocketMQ's `AbstractSendMessageProcessor#consumerSendMsgBack`): to `%RETRY%<group>` waiting
+`delayLevel`, or 3 + reconsume times when 0 (10 s, 30 s, 1 min, ... by default); to
+`%DLQ%<group>` once its reconsume times reach the max (the header's `maxReconsumeTimes`,
+else `remoting.retry_max_times`) or for a delay level < 0.  Push consumers subscribe to
+their retry topic by themselves.  An offset that holds no message answers 1 SYSTEM_ERROR
+`look message by offset failed`; the client then sends the message to `%RETRY%<group>`
+itself, a plain send carrying `RECONSUME_TIME` and `MAX_RECONSUME_TIMES`, whose header says
+how often it was consumed: past the max (`dead_letter_if_spent`) the front routes that send
+to the dead letter queue too.  So no path redelivers without bound.
 
 Dead letter and retry topics have one queue, as RocketMQ's (`DLQ_NUMS_PER_GROUP`, the
 group's `retryQueueNums`); a dead letter topic is routed once it holds a message, so
@@ -42,21 +30,13 @@ from mqstore.services.notifier.remoting import headers
 from mqstore.services.notifier.remoting.codes import SUCCESS, SYSTEM_ERROR, RemotingError
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.send_backs import first_topic, send_back_copy
 from mqstore.storage import CorruptRecordError, NoRecordError
 from mqstore.storage.format.delay_levels import PROPERTY_DELAY
-from mqstore.storage.format.properties import (
-    PROPERTY_WAIT_STORE_OK,
-    decode_properties,
-    encode_properties,
-)
+from mqstore.storage.format.properties import decode_properties, encode_properties
 
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-FIRST_RETRY_LEVEL = 3
-"""A send-back with delay level 0 waits level 3 + reconsume times (10 s, 30 s, ...)."""
 MAX_RECONSUME_TIMES_FROM_VERSION = 121
 """RocketMQ V3_4_9: clients from it on send their `maxReconsumeTimes`."""
-HOST_FAMILY_BITS = 0x30
 
 
 async def send_back(front: Front, request: Command, peer: Peer) -> Command:
@@ -83,27 +63,18 @@ async def _sent_back(front: Front, request: Command) -> str:
     except (NoRecordError, CorruptRecordError) as error:
         raise RemotingError(SYSTEM_ERROR, f"look message by offset failed, {offset}: "
                                           f"{error}") from None
-    first_topic = original.properties.get(PROPERTY_RETRY_TOPIC, original.topic)
-    if origin_topic is not None and origin_topic not in (first_topic, original.topic):
+    if origin_topic is not None and origin_topic not in (first_topic(original),
+                                                         original.topic):
         raise RemotingError(SYSTEM_ERROR, f"the message at offset {offset} is of topic "
-                                          f"{first_topic}, not originTopic {origin_topic}")
-    properties = dict(original.properties)
-    properties.setdefault(PROPERTY_RETRY_TOPIC, original.topic)
-    properties.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
-    properties[PROPERTY_WAIT_STORE_OK] = "false"
-    if original.reconsume_times >= max_reconsume_times(front, request) or delay_level < 0:
-        topic, properties[PROPERTY_DELAY] = DLQ_PREFIX + group, "0"
-    else:
-        topic = RETRY_PREFIX + group
-        properties[PROPERTY_DELAY] = str(delay_level or
-                                         FIRST_RETRY_LEVEL + original.reconsume_times)
-    front.topics.check_name(topic)
-    answer = await front.link.send(ForwardRequest(
-        0, KIND_ROUTED, 0, original.sysflag & ~HOST_FAMILY_BITS, original.flag,
-        original.born_timestamp_ms, original.reconsume_times + 1, original.born_host, topic,
-        encode_properties(properties), bytes(original.body)))
+                                          f"{first_topic(original)}, not originTopic "
+                                          f"{origin_topic}")
+    copy = send_back_copy(original, group, delay_level=delay_level,
+                          max_reconsume_times=max_reconsume_times(front, request))
+    front.topics.check_name(copy.forward.topic)
+    answer = await front.link.send(copy.forward)
     if not answer.results:
         raise RemotingError(SYSTEM_ERROR, f"{answer.status}: {answer.reason}")
+    topic = copy.forward.topic
     return topic
 
 
