@@ -86,7 +86,7 @@ def test_send_backs_are_counted_by_outcome_and_dead_letters_by_path(tmp_path: Pa
                                                       "%RETRY%billing"]
         counts = front.retry_counts
     assert counts.send_backs == {"retry": 1, "dead_letter": 1, "refused": 2}
-    assert counts.dead_letters == {"send_back": 1, "retry_send": 0}
+    assert counts.dead_letters == {"send_back": 1, "retry_send": 0, "nack": 0}
     samples = _samples(counts)
     assert samples[("mqstore_remoting_send_backs_total", "refused")] == 2
     assert samples[("mqstore_remoting_dead_letters_total", "send_back")] == 1
@@ -103,10 +103,10 @@ def test_a_clients_own_retry_send_past_its_max_counts_as_a_dead_letter(
     with front_over(tmp_path) as front:
         kept = retries.dead_letter_if_spent(front, request, forward(3))
         assert (kept.kind, kept.topic) == (KIND_SINGLE, "%RETRY%billing")
-        assert front.retry_counts.dead_letters == {"send_back": 0, "retry_send": 0}
+        assert front.retry_counts.dead_letters == {"send_back": 0, "retry_send": 0, "nack": 0}
         routed = retries.dead_letter_if_spent(front, request, forward(4))
         assert (routed.kind, routed.topic) == (KIND_ROUTED, "%DLQ%billing")
-        assert front.retry_counts.dead_letters == {"send_back": 0, "retry_send": 1}
+        assert front.retry_counts.dead_letters == {"send_back": 0, "retry_send": 1, "nack": 0}
         assert front.retry_counts.send_backs == {"retry": 0, "dead_letter": 0, "refused": 0}
 
 
@@ -118,4 +118,8 @@ def test_the_series_exist_before_any_send_back() -> None:
         ("mqstore_remoting_send_backs_total", "dead_letter"): 0,
         ("mqstore_remoting_send_backs_total", "refused"): 0,
         ("mqstore_remoting_dead_letters_total", "send_back"): 0,
-        ("mqstore_remoting_dead_letters_total", "retry_send"): 0}
+        ("mqstore_remoting_dead_letters_total", "retry_send"): 0,
+        ("mqstore_remoting_dead_letters_total", "nack"): 0,
+        ("mqstore_nacks_total", "retry"): 0,
+        ("mqstore_nacks_total", "dead_letter"): 0,
+        ("mqstore_nacks_total", "refused"): 0}
