@@ -11,15 +11,16 @@ boundary (`timer_precision_ms`), with write time = now floored to the precision:
   to the timerlog, chained into the slot of its time (storage/timer/); one due further than
   `timer_roll_window_slots` ahead is parked at the window's end (ROLL) and put back into the
   timer topic then, to be enqueued again;
-* dequeue: each slot before the write time, from the read time, oldest unit first, at most
-  `timer_deliveries_per_pass_max` (a slot cut by the bound goes on at the same unit).  Its
-  record is put into `REAL_TOPIC`/`REAL_QID` (a rolled one into the timer topic) with
-  `TIMER_ENQUEUE_MS` and `TIMER_DEQUEUE_MS` added and every property kept (`TIMER_OUT_MS` is
-  what stops the put from timing it again).  A put the store refuses for now (busy, disk
-  full) stops the pass at that unit; a record that cannot be put at all is skipped, logged.
-
-So a slot is delivered once its end has passed: with the precision floor, a message comes at
-most one precision after its time and never more than one before.
+* dequeue: from the read time, each slot that has begun, its units in the order they are
+  due (timer_due.py: the time asked, within the slot), at most
+  `timer_deliveries_per_pass_max`; an ended slot whole, the one under way as far as now (a
+  late enqueue into it goes out, or waits, from the enqueue).  A record is put into
+  `REAL_TOPIC`/`REAL_QID` (a rolled one into the timer topic) with `TIMER_ENQUEUE_MS` and
+  `TIMER_DEQUEUE_MS` added and every property kept (`TIMER_OUT_MS` stops the put from timing
+  it again).  A put the store refuses for now (busy, disk full) stops the pass at that unit;
+  a record that cannot be put at all is skipped, logged.  The next pass runs at the soonest
+  due time too, so a message comes a few milliseconds after the time asked (RocketMQ: up to
+  one precision after, at its slot's end).
 
 Durability and no duplicate (timer_recovery.py reads it back): every
 `timer_flush_interval_ms` the timerlog and the wheel are synced and the progress (read time,
@@ -41,6 +42,7 @@ import time
 
 from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.writer.produce import ProduceCore
+from mqstore.services.writer.timer_due import due_ms, in_due_order, unit_due_ms
 from mqstore.services.writer.timer_puts import (
     PROPERTY_DEQUEUE_MS,
     PROPERTY_ENQUEUE_MS,
@@ -100,7 +102,12 @@ class TimerSchedule:
         """Every slot before it is delivered."""
         self._delivered_before: collections.Counter[Identity] = recovered.delivered
         self._slot_positions: list[int] | None = None
-        """The units of the slot at the read time, oldest first, once it is being read."""
+        """The units of the slot at the read time, in the order they are due, once the slot
+        has begun (timer_due.py)."""
+        self._slot_due_ms: list[int] = []
+        """When each of them is due."""
+        self.next_due_ms: int | None = None
+        """The soonest due time the last pass stopped at."""
         self._slot_done = 0
         self._slot_start_position = -1
         """The commit log's end when the slot at the read time began to be delivered."""
@@ -168,15 +175,18 @@ class TimerSchedule:
                 self.checkpoint()
             now_ms = _now_ms()
             to_boundary_s = (self.precision_ms - now_ms % self.precision_ms + 1) / 1000
-            await asyncio.sleep(min(self._pass_interval_s, to_boundary_s))
+            to_due_s = max(0, self.next_due_ms - now_ms) / 1000 \
+                if self.next_due_ms is not None else to_boundary_s
+            await asyncio.sleep(min(self._pass_interval_s, to_boundary_s, to_due_s))
 
     async def run_pass(self, *, now_ms: int | None = None) -> tuple[int, int]:
         """One enqueue and one dequeue; (entries enqueued, messages delivered)."""
         now = _now_ms() if now_ms is None else now_ms
         write_time_ms = max(now // self.precision_ms * self.precision_ms, self.read_time_ms)
         self._view.refresh()
+        self.next_due_ms = None
         enqueued = await self._enqueue(write_time_ms, now)
-        delivered = await self._dequeue(write_time_ms, now)
+        delivered = await self._dequeue(now)
         return enqueued, delivered
 
     # -- enqueue ---------------------------------------------------------------------------
@@ -210,11 +220,18 @@ class TimerSchedule:
         except ValueError:
             self._skip(message, f"{PROPERTY_OUT_MS}={message.properties.get(PROPERTY_OUT_MS)!r}")
             return True
-        if out_ms < write_time_ms:
+        slot_time_ms = out_ms // self.precision_ms * self.precision_ms
+        # The slot under way was taken already: one for it goes out now, or waits here.
+        in_open_slot = self._slot_positions is not None and slot_time_ms == self.read_time_ms
+        if in_open_slot:
+            asked_ms = due_ms(message, slot_time_ms=slot_time_ms, precision_ms=self.precision_ms)
+            if asked_ms > now_ms:
+                self._note_due(asked_ms)
+                return False
+        if out_ms < write_time_ms or in_open_slot:
             status = await self._deliver(message, enqueue_ms=NEVER_ENQUEUED_MS, rolled=False,
                                          now_ms=now_ms)
             return status not in RETRY_LATER
-        slot_time_ms = out_ms // self.precision_ms * self.precision_ms
         magic = MAGIC_DEFAULT
         ahead_ms = slot_time_ms - write_time_ms
         if ahead_ms >= self._roll_window_ms:
@@ -232,14 +249,20 @@ class TimerSchedule:
         return True
 
     # -- dequeue ---------------------------------------------------------------------------
-    async def _dequeue(self, write_time_ms: int, now_ms: int) -> int:
+    async def _dequeue(self, now_ms: int) -> int:
+        """Deliver what is due: every unit of the slots that ended, and those of the slot
+        under way whose time has come (timer_due.py)."""
         budget, delivered = self._deliveries_per_pass_max, 0
-        while self.read_time_ms < write_time_ms:
+        while self.read_time_ms <= now_ms:
+            ended = self.read_time_ms + self.precision_ms <= now_ms
             if self._slot_positions is None:
-                self._slot_positions = self._chain(self.read_time_ms)
-                self._slot_start_position = self.store.written_position
-            positions = self._slot_positions
+                self._open_slot()
+            positions, dues = self._slot_positions, self._slot_due_ms
+            assert positions is not None
             while self._slot_done < len(positions):
+                if not ended and dues[self._slot_done] > now_ms:
+                    self._note_due(dues[self._slot_done])
+                    return delivered
                 if delivered >= budget:
                     return delivered
                 unit = self.log.unit(positions[self._slot_done])
@@ -248,9 +271,25 @@ class TimerSchedule:
                     return delivered
                 self._slot_done += 1
                 delivered += 1
+            if not ended:  # open until it ends: a late enqueue into it waits (_enqueue_one)
+                return delivered
             self.read_time_ms += self.precision_ms
             self._slot_positions, self._slot_done, self._slot_start_position = None, 0, -1
         return delivered
+
+    def _open_slot(self) -> None:
+        """Take the units of the slot at the read time, in the order they are due."""
+        self._slot_positions, self._slot_due_ms = in_due_order(
+            self._chain(self.read_time_ms), lambda at: unit_due_ms(
+                self.log.unit(at), self.store.message_at, slot_time_ms=self.read_time_ms,
+                precision_ms=self.precision_ms),
+            slot_end_ms=self.read_time_ms + self.precision_ms)
+        self._slot_start_position = self.store.written_position
+
+    def _note_due(self, time_ms: int) -> None:
+        """The soonest time a message not yet delivered is due: the next pass runs then."""
+        if self.next_due_ms is None or time_ms < self.next_due_ms:
+            self.next_due_ms = time_ms
 
     def _chain(self, time_ms: int) -> list[int]:
         """The positions of the slot's units, oldest first."""

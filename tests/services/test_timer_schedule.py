@@ -1,6 +1,6 @@
 """Timer messages end to end in one process: a produce asking for a delivery time waits in
 `rmq_sys_wheel_timer` (services/writer/timer_puts.py), the writer's timer schedule moves it
-into the wheel and puts it back into its own topic and queue once its slot has passed, once
+into the wheel and puts it back into its own topic and queue at the time asked, once
 (services/writer/timer_schedule.py), and a schedule started again after a crash delivers
 nothing twice (services/writer/timer_recovery.py)."""
 
@@ -74,7 +74,7 @@ def _queue(directory: Path, topic: str, queue_id: int) -> list[dict[str, str]]:
                 for message in got.messages]
 
 
-def test_a_timed_send_waits_in_the_wheel_and_is_delivered_once_after_its_slot(
+def test_a_timed_send_waits_in_the_wheel_and_is_delivered_once_at_the_time_asked(
         tmp_path: Path) -> None:
     async def scenario() -> None:
         async with _writer_and_indexer(tmp_path) as (server, timers, indexer):
@@ -90,14 +90,16 @@ def test_a_timed_send_waits_in_the_wheel_and_is_delivered_once_after_its_slot(
                 (str(out_ms), "Orders", "2")
             assert await timers.run_pass(now_ms=out_ms - 3000) == (1, 0)
             assert timers.pending() == 1
-            assert await timers.run_pass(now_ms=out_ms + 999) == (0, 0)
-            assert await timers.run_pass(now_ms=out_ms + 1000) == (0, 1)
+            # Its slot begins at out_ms; it is due at the time asked, within the slot.
+            assert await timers.run_pass(now_ms=deliver_ms - 1) == (0, 0)
+            assert timers.next_due_ms == deliver_ms
+            assert await timers.run_pass(now_ms=deliver_ms) == (0, 1)
             assert await timers.run_pass(now_ms=out_ms + 9000) == (0, 0)
             await _dispatched(indexer, tmp_path)
             (delivered,) = _queue(tmp_path, "Orders", 2)
             assert delivered["body"] == "later"
             assert delivered["TIMER_ENQUEUE_MS"] == str(out_ms - 3000)
-            assert delivered["TIMER_DEQUEUE_MS"] == str(out_ms + 1000)
+            assert delivered["TIMER_DEQUEUE_MS"] == str(deliver_ms)
             assert delivered["TIMER_OUT_MS"] == str(out_ms)
             assert delivered["REAL_TOPIC"] == "Orders"
             assert timers.pending() == 0
@@ -149,14 +151,17 @@ def test_a_delay_past_the_roll_window_is_parked_and_put_back_into_the_timer_topi
             out_ms = int(waiting["TIMER_OUT_MS"])
             write_ms = out_ms - 12_000
             assert await timers.run_pass(now_ms=write_ms) == (1, 0)
-            # 12 s is beyond the 10 s window by less than a third of it: parked half way
-            assert await timers.run_pass(now_ms=write_ms + 5_000) == (0, 0)
-            assert await timers.run_pass(now_ms=write_ms + 6_000) == (0, 1)
+            # 12 s is beyond the 10 s window by less than a third of it: parked half way,
+            # put back into the timer topic when that slot begins
+            assert await timers.run_pass(now_ms=write_ms + 4_999) == (0, 0)
+            assert await timers.run_pass(now_ms=write_ms + 5_000) == (0, 1)
             await _dispatched(indexer, tmp_path)
             rolled = _queue(tmp_path, TIMER, 0)[1]
             assert rolled["TIMER_ROLL_TIMES"] == "1"
             assert rolled["TIMER_OUT_MS"] == str(out_ms)
             assert await timers.run_pass(now_ms=write_ms + 6_000) == (1, 0)
+            # A rolled relative delay has lost its store time: due at its slot's end
+            assert await timers.run_pass(now_ms=out_ms + 999) == (0, 0)
             assert await timers.run_pass(now_ms=out_ms + 1000) == (0, 1)
             await _dispatched(indexer, tmp_path)
             (delivered,) = _queue(tmp_path, "Orders", 0)
@@ -192,5 +197,61 @@ def test_after_a_crash_the_copies_already_delivered_are_not_delivered_again(
             await _dispatched(indexer, tmp_path)
             assert [message["body"] for message in _queue(tmp_path, "Orders", 3)] == \
                 [f"m{index}" for index in range(6)]
+
+    run(scenario)
+
+
+def test_a_slot_delivers_each_message_at_its_own_time_in_time_order(tmp_path: Path) -> None:
+    """Three sends into one slot, the latest asked first: each comes at the time asked (not
+    at the slot's end, as on RocketMQ), soonest first."""
+    async def scenario() -> None:
+        async with _writer_and_indexer(tmp_path) as (server, timers, indexer):
+            slot_ms = (int(time.time() * 1000) // 1000 + 5) * 1000
+            asked = {"late": slot_ms + 900, "early": slot_ms + 100, "middle": slot_ms + 500}
+            for body, deliver_ms in asked.items():
+                await server.store(_send("Orders", 1, body.encode(), {
+                    "UNIQ_KEY": body, "TIMER_DELIVER_MS": str(deliver_ms)}))
+            await _dispatched(indexer, tmp_path)
+            assert await timers.run_pass(now_ms=slot_ms - 2000) == (3, 0)
+            assert await timers.run_pass(now_ms=slot_ms) == (0, 0)
+            assert timers.next_due_ms == asked["early"]
+            assert await timers.run_pass(now_ms=asked["early"]) == (0, 1)
+            assert await timers.run_pass(now_ms=asked["middle"] - 1) == (0, 0)
+            assert timers.next_due_ms == asked["middle"]
+            assert await timers.run_pass(now_ms=asked["late"]) == (0, 2)
+            await _dispatched(indexer, tmp_path)
+            delivered = _queue(tmp_path, "Orders", 1)
+        assert [(m["body"], m["TIMER_DEQUEUE_MS"]) for m in delivered] == [
+            ("early", str(asked["early"])), ("middle", str(asked["late"])),
+            ("late", str(asked["late"]))]
+
+    run(scenario)
+
+
+def test_a_send_into_the_slot_under_way_waits_for_its_time_in_the_enqueue(
+        tmp_path: Path) -> None:
+    """Once a slot has begun its units are taken: a later send for it is not filed there
+    (it would be missed) but goes out from the enqueue when due."""
+    async def scenario() -> None:
+        async with _writer_and_indexer(tmp_path) as (server, timers, indexer):
+            slot_ms = (int(time.time() * 1000) // 1000 + 5) * 1000
+            await server.store(_send("Orders", 2, b"first", {
+                "TIMER_DELIVER_MS": str(slot_ms + 800)}))
+            await _dispatched(indexer, tmp_path)
+            assert await timers.run_pass(now_ms=slot_ms - 1000) == (1, 0)
+            assert await timers.run_pass(now_ms=slot_ms + 10) == (0, 0)  # the slot is taken
+            await server.store(_send("Orders", 2, b"late", {
+                "TIMER_DELIVER_MS": str(slot_ms + 300)}))
+            await _dispatched(indexer, tmp_path)
+            assert await timers.run_pass(now_ms=slot_ms + 20) == (0, 0)
+            assert timers.next_due_ms == slot_ms + 300
+            assert timers.queue_offset == 1  # waits, not filed in the taken slot
+            assert await timers.run_pass(now_ms=slot_ms + 300) == (1, 0)  # out from enqueue
+            assert await timers.run_pass(now_ms=slot_ms + 800) == (0, 1)
+            assert await timers.run_pass(now_ms=slot_ms + 1000) == (0, 0)
+            assert timers.pending() == 0
+            await _dispatched(indexer, tmp_path)
+            delivered = _queue(tmp_path, "Orders", 2)
+        assert [m["body"] for m in delivered] == ["late", "first"]
 
     run(scenario)
