@@ -1,7 +1,7 @@
 """Engine append throughput for 1 KiB messages beside this machine's limits, in one run.
 
     .venv/bin/python bench/append.py [--messages 200000] [--runs 3] [--dir DIR]
-                                     [--only-async]
+                                     [--only-async] [--embedded]
 
 Limits, measured first and again last (the VM's disk is noisy; both are printed):
   raw-mmap+crc   a bare Python loop: pack a 100-byte header into a pre-zeroed MAP_SHARED
@@ -20,6 +20,9 @@ commit wakes each producer through the GIL, and that handoff, not the disk, boun
 Each figure is the median of `--runs` runs (min–max beside it); ratios are against the raw
 loop's median from the same run.  Segments are 256 MiB, preallocated the default way;
 dispatch is off, as in the writer service (the indexer process builds the consume queues).
+`--embedded` adds single put and put_batch(32) on the embedded default,
+`MessageStore.open(dir)` with no config: 1 GiB segments, pool off, async flush, and the
+indexer dispatching in the same process (on the same GIL as the puts).
 """
 
 from __future__ import annotations
@@ -94,9 +97,14 @@ def seq_fdatasync_mb_s(directory: Path, total_mib: int = 256) -> float:
     return total_mib * (1 << 20) / 1e6 / elapsed
 
 
-def _open(directory: Path, *, flush: FlushMode, pool: bool) -> MessageStore:
+def _open(directory: Path, *, flush: FlushMode, pool: bool | None) -> MessageStore:
     # The commit log writer as the writer service runs it: consume queues and the index are
-    # built by the separate indexer process, not by dispatch in this one.
+    # built by the separate indexer process, not by dispatch in this one.  `pool=None`: the
+    # embedded default instead (no config; dispatch in this process).
+    if pool is None:
+        store = MessageStore.open(directory / "store")
+        assert store.put(Message("Warmup", 0, BODY)).ok
+        return store
     config = StoreConfig.for_small_segments(SEGMENT_BYTES, flush_mode=flush, pool_enabled=pool,
                                             pool_buffer_count=3,
                                             message_body_size_bytes_max=4 << 20,
@@ -136,7 +144,7 @@ def engine_asyncio(directory: Path, count: int, *, pool: bool, producers: int) -
     return per_producer * producers / elapsed
 
 
-def engine(directory: Path, count: int, *, batch: bool, flush: FlushMode, pool: bool,
+def engine(directory: Path, count: int, *, batch: bool, flush: FlushMode, pool: bool | None,
            producers: int) -> float:
     """`producers` threads calling the blocking put / put_batch."""
     store = _open(directory, flush=flush, pool=pool)
@@ -207,6 +215,8 @@ def main() -> None:
                         help="pause before each measurement (see SETTLE_S)")
     parser.add_argument("--only-async", action="store_true",
                         help="only the async flush cases (the put path's own cost)")
+    parser.add_argument("--embedded", action="store_true",
+                        help="also the embedded default (no config, dispatch in process)")
     arguments = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="mqstore-bench-", dir=arguments.dir))
     n, runs = arguments.messages, arguments.runs
@@ -221,12 +231,15 @@ def main() -> None:
               f"{f'{raw[1]:,.0f}–{raw[2]:,.0f}':>20}{raw[0] * message_mb:>9,.0f}{1:>8.2f}")
         print(f"{'limit: sequential write + fdatasync (MB/s)':<44}{'':>11}"
               f"{f'{disk[1]:,.0f}–{disk[2]:,.0f}':>20}{disk[0]:>9,.0f}")
-        cases = [
+        cases: list[tuple[str, bool, FlushMode, bool | None, int, int]] = [
             ("single put, async flush, pool off", False, FlushMode.ASYNC, False, 1, n),
             ("single put, async flush, pool on", False, FlushMode.ASYNC, True, 1, n),
             ("batch put (32), async flush, pool off", True, FlushMode.ASYNC, False, 1, n),
             ("batch put (32), async flush, pool on", True, FlushMode.ASYNC, True, 1, n),
         ]
+        if arguments.embedded:
+            cases += [("single put, embedded default", False, FlushMode.ASYNC, None, 1, n),
+                      ("batch put (32), embedded default", True, FlushMode.ASYNC, None, 1, n)]
         for name, batch, flush, pool, producers, count in cases:
             result = median(runs, lambda b=batch, f=flush, p=pool, k=producers, c=count:
                                engine(directory, c, batch=b, flush=f, pool=p, producers=k))

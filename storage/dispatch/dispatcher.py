@@ -52,8 +52,9 @@ from ..format.delay_levels import (
     DelayLevels,
     level_of,
 )
+from ..format.dispatch_scan import DispatchRecord, scan_records
 from ..format.java_hash import java_string_hash
-from ..format.padding import PADDING_TOPIC_BYTES
+from ..format.padding import PADDING_TOPIC
 from ..format.properties import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
@@ -165,9 +166,20 @@ class Dispatcher:
 
     def _dispatch_segment(self, mapping: record.ReadableBuffer, start: int, end: int,
                           notices: dict[tuple[str, int], int], budget: int) -> int:
+        """Runs of whole records are read at once (`scan_records`, in C); the record a run
+        stops at (a BLANK, damage, the end) is checked on its own, as each used to be."""
         size = self._reader.segment_size_bytes
         dispatched = 0
         while self.dispatched_position < end and dispatched < budget:
+            position = self.dispatched_position - start
+            run, _ = scan_records(mapping, position, end - start, size, start,
+                                  budget - dispatched)
+            for whole in run:
+                self._dispatch_fields(whole, notices)
+                self.dispatched_position += whole.total_size
+            dispatched += len(run)
+            if self.dispatched_position >= end or dispatched >= budget:
+                break
             position = self.dispatched_position - start
             result = record.check_record(mapping, position, limit=size,
                                          expected_physical_offset=self.dispatched_position,
@@ -219,10 +231,18 @@ class Dispatcher:
         assert layout is not None
         topic_bytes, properties_bytes = record.topic_and_properties(mapping, position, layout,
                                                                     head)
-        if topic_bytes == PADDING_TOPIC_BYTES:
+        self._dispatch_fields(DispatchRecord(
+            head.physical_offset, head.total_size, head.queue_id, head.queue_offset,
+            head.sysflag, head.store_timestamp_ms, topic_bytes.decode("ascii", "replace"),
+            decode_properties(properties_bytes)), notices)
+
+    def _dispatch_fields(self, head: DispatchRecord,
+                         notices: dict[tuple[str, int], int]) -> None:
+        """One whole record's consume queue entry and index keys."""
+        topic = head.topic
+        if topic == PADDING_TOPIC:
             return  # a group commit's filler (padding.py): nothing to consume or index
-        topic = topic_bytes.decode("ascii", "replace")
-        properties = decode_properties(properties_bytes)
+        properties = head.properties
         tags = properties.get(PROPERTY_TAGS)
         key = (topic, head.queue_id)
         if record.takes_queue_offset(head.sysflag) and \
@@ -247,19 +267,26 @@ class Dispatcher:
                 # it was stalled): it stays stalled, and says so.
                 self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
                                          head.queue_offset, str(error)))
-        if self._index is not None:
-            keys = [k for k in properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
-            rolled = self._index.build(topic=topic, keys=keys,
-                                       unique_key=properties.get(PROPERTY_UNIQUE_KEY),
-                                       tags=tags if self.index_tags else None,
-                                       physical_offset=head.physical_offset,
-                                       store_timestamp_ms=head.store_timestamp_ms)
-            if rolled is not None:
-                self.index_timestamp_ms = rolled
+        if self._index is not None and properties:  # no properties: no key to index
+            self._build_index(head, tags)
         self.last_store_timestamp_ms = head.store_timestamp_ms
         self.records_dispatched_total += 1
 
-    def _put_entry(self, head: record.RecordHead, topic: str, tags_code: int) -> bool:
+    def _build_index(self, head: DispatchRecord, tags: str | None) -> None:
+        assert self._index is not None
+        properties = head.properties
+        keys = [k for k in properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
+        unique_key = properties.get(PROPERTY_UNIQUE_KEY)
+        indexed_tags = tags if self.index_tags else None
+        if not (keys or unique_key or indexed_tags):
+            return  # `IndexService.build` would index nothing
+        rolled = self._index.build(topic=head.topic, keys=keys, unique_key=unique_key,
+                                   tags=indexed_tags, physical_offset=head.physical_offset,
+                                   store_timestamp_ms=head.store_timestamp_ms)
+        if rolled is not None:
+            self.index_timestamp_ms = rolled
+
+    def _put_entry(self, head: DispatchRecord, topic: str, tags_code: int) -> bool:
         """The record's consume queue entry (and damaged entries before it for a hole that
         damage explains); True if the queue took it."""
         queue = self._queues.get_or_create(topic, head.queue_id)
@@ -278,7 +305,7 @@ class Dispatcher:
         return queue.put(physical_offset=head.physical_offset, size_bytes=head.total_size,
                          tags_code=tags_code, queue_offset=head.queue_offset)
 
-    def _fill_hole(self, queue: ConsumeQueue, head: record.RecordHead) -> None:
+    def _fill_hole(self, queue: ConsumeQueue, head: DispatchRecord) -> None:
         """Offsets [queue end, this record's) have no record in the log and no damage
         explains them (the module docstring): damaged entries, so the queue goes on."""
         log.error("consume queue %s/%d: offsets %d..%d have no record in the log before "

@@ -8,6 +8,7 @@
  *   prepare            storage/format/encoder.py     MessageEncoder.prepare_reference
  *   write_record       storage/format/encoder.py     write_record_reference
  *   pack_batch         storage/format/encoder.py     pack_batch_reference
+ *   scan_records       storage/format/dispatch_scan.py  scan_records_reference
  *
  * storage/format/compiled.py binds each C function to its reference once, at import:
  * `bind` and `bind_check_record` remember the reference (and, for check_record, the record
@@ -26,13 +27,14 @@
  */
 #include "_extension_module.h"  /* Python.h, mmap_type, create_extension_module */
 #include <structmember.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
 
 /* Bumped whenever the Python side's expectations of this module change; compiled.py
  * refuses a build of another version (a stale .so). */
-#define ABI_VERSION 2
+#define ABI_VERSION 3
 
 /* The RecordHead items, in order, by how each is stored: i = int32, q = int64,
  * h = host (address of 4 or 16 bytes, then an int32 port).  BODYLEN is the last. */
@@ -1632,6 +1634,339 @@ bind_prepare(PyObject *module, PyObject *args, PyObject *kwargs)
     return function;
 }
 
+/* ---------------------------------------------------------------- scan_records */
+
+/* storage/format/dispatch_scan.py's scan_records_reference: a run of whole records, each
+ * as a DispatchRecord (a tuple subclass, built without running its constructor).  The walk
+ * itself (every record's sizes and position checked as check_record checks them, without
+ * the body CRC) reads only the buffer it holds, so it runs without the GIL, a chunk of
+ * records at a time; the objects are then built with it.  A record the C cannot answer
+ * exactly as the reference (its head would be read past the buffer: the reference raises
+ * there) ends the C walk, and the reference reads the rest of the call's range: its result
+ * (or exception) is then the call's. */
+
+#define SCAN_CHUNK_RECORDS 1024
+#define SCAN_UNLOCKED_RECORDS_MIN 64  /* a shorter walk is not worth a GIL round trip */
+#define DISPATCH_RECORD_ITEMS 8
+
+static PyObject *scan_records_reference;
+static PyTypeObject *dispatch_record_type;
+
+/* The layout of a whole record at `position`, or NULL where check_record would not say OK
+ * (`*delegate` set where it would raise instead). */
+static const LayoutInfo *
+whole_record(const Checker *c, const unsigned char *bytes, Py_ssize_t length,
+             Py_ssize_t position, Py_ssize_t limit, long long expected, int *delegate)
+{
+    Py_ssize_t left_bytes = limit - position;
+    if (left_bytes < c->blank_bytes) {
+        return NULL;
+    }
+    const unsigned char *record = bytes + position;
+    const LayoutInfo *first = &c->layouts[0];
+    int32_t total_size = read_int32(record + first->offsets[F_TOTAL_SIZE]);
+    int32_t magic = read_int32(record + first->offsets[F_MAGIC]);
+    if ((magic != c->magic_v1 && magic != c->magic_v2) || total_size < c->fixed_min_bytes
+        || total_size > left_bytes) {
+        return NULL;
+    }
+    uint32_t sysflag = (uint32_t)read_int32(record + first->offsets[F_SYSFLAG]);
+    const LayoutInfo *layout = &c->layouts[((sysflag & c->born_v6_bit) != 0) * 4
+                                           + ((sysflag & c->store_v6_bit) != 0) * 2
+                                           + (magic == c->magic_v2)];
+    if (layout->head_bytes > length - position) {
+        *delegate = 1;
+        return NULL;
+    }
+    char reason[MESSAGE_BYTES];
+    return structure_problem(record, layout, expected, reason) == NULL ? layout : NULL;
+}
+
+/* Walk up to `count_max` whole records from `*position`, starting before `end`; their
+ * positions and layouts go to `starts` and `layouts`.  Returns how many. */
+static Py_ssize_t
+walk_whole_records(const Checker *c, const unsigned char *bytes, Py_ssize_t length,
+                   Py_ssize_t *position, Py_ssize_t end, Py_ssize_t limit,
+                   long long segment_start, Py_ssize_t count_max, Py_ssize_t *starts,
+                   const LayoutInfo **layouts, int *delegate)
+{
+    Py_ssize_t count = 0;
+    Py_ssize_t at = *position;
+    while (at < end && count < count_max) {
+        const LayoutInfo *layout = whole_record(c, bytes, length, at, limit,
+                                                segment_start + at, delegate);
+        if (layout == NULL) {
+            break;
+        }
+        starts[count] = at;
+        layouts[count++] = layout;
+        at += read_int32(bytes + at + layout->offsets[F_TOTAL_SIZE]);
+    }
+    *position = at;
+    return count;
+}
+
+/* The topic as the reference decodes it (ASCII, errors replaced); the previous record's
+ * str again when the bytes are the same (topics repeat). */
+static PyObject *
+scan_topic(const unsigned char *data, Py_ssize_t size, PyObject **previous,
+           const unsigned char **previous_data, Py_ssize_t *previous_size)
+{
+    if (*previous != NULL && *previous_size == size
+        && memcmp(*previous_data, data, (size_t)size) == 0) {
+        Py_INCREF(*previous);
+        return *previous;
+    }
+    PyObject *topic = PyUnicode_DecodeASCII((const char *)data, size, "replace");
+    if (topic != NULL) {
+        Py_INCREF(topic);
+        Py_XSETREF(*previous, topic);
+        *previous_data = data;
+        *previous_size = size;
+    }
+    return topic;
+}
+
+/* One DispatchRecord for the whole record at `record` of `layout`. */
+static PyObject *
+new_dispatch_record(const unsigned char *record, const LayoutInfo *layout, PyObject **topic_cache,
+                    const unsigned char **cached_data, Py_ssize_t *cached_size)
+{
+    const Py_ssize_t *o = layout->offsets;
+    int32_t body_size = read_int32(record + o[F_BODY_SIZE]);
+    const unsigned char *cursor = record + layout->head_bytes + body_size;
+    Py_ssize_t topic_size = read_unsigned(cursor, layout->topic_length_bytes);
+    cursor += layout->topic_length_bytes;
+    const unsigned char *properties_at = cursor + topic_size + layout->properties_length_bytes;
+    Py_ssize_t properties_size = read_unsigned(cursor + topic_size,
+                                               layout->properties_length_bytes);
+    PyObject *item = dispatch_record_type->tp_alloc(dispatch_record_type,
+                                                    DISPATCH_RECORD_ITEMS);
+    if (item == NULL) {
+        return NULL;
+    }
+    PyObject *values[DISPATCH_RECORD_ITEMS] = {
+        PyLong_FromLongLong(read_int64(record + o[F_PHYSICAL_OFFSET])),
+        PyLong_FromLong(read_int32(record + o[F_TOTAL_SIZE])),
+        PyLong_FromLong(read_int32(record + o[F_QUEUE_ID])),
+        PyLong_FromLongLong(read_int64(record + o[F_QUEUE_OFFSET])),
+        PyLong_FromLong(read_int32(record + o[F_SYSFLAG])),
+        PyLong_FromLongLong(read_int64(record + o[F_STORE_TIMESTAMP])),
+        scan_topic(cursor, topic_size, topic_cache, cached_data, cached_size),
+        PyDict_New()};
+    int failed = 0;
+    for (int i = 0; i < DISPATCH_RECORD_ITEMS; i++) {
+        failed |= values[i] == NULL;
+        PyTuple_SET_ITEM(item, i, values[i]);  /* a NULL item is fine to dealloc */
+    }
+    if (failed || decode_pieces(values[DISPATCH_RECORD_ITEMS - 1], (const char *)properties_at,
+                                properties_size)) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    return item;
+}
+
+/* Append the records at `starts` to `records`; -1 on failure. */
+static int
+append_dispatch_records(PyObject *records, const unsigned char *bytes, const Py_ssize_t *starts,
+                        const LayoutInfo **layouts, Py_ssize_t count, PyObject **topic_cache,
+                        const unsigned char **cached_data, Py_ssize_t *cached_size)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = new_dispatch_record(bytes + starts[i], layouts[i], topic_cache,
+                                             cached_data, cached_size);
+        if (item == NULL || PyList_Append(records, item) < 0) {
+            Py_XDECREF(item);
+            return -1;
+        }
+        Py_DECREF(item);
+    }
+    return 0;
+}
+
+/* The walk over the view: the records go to `records`, the stop position to `*position`. */
+static int
+scan_view(const Checker *c, const Py_buffer *view, Py_ssize_t *position, Py_ssize_t end,
+          Py_ssize_t limit, long long segment_start, Py_ssize_t records_max, PyObject *records,
+          int *delegate)
+{
+    Py_ssize_t starts[SCAN_CHUNK_RECORDS];
+    const LayoutInfo *layouts[SCAN_CHUNK_RECORDS];
+    const unsigned char *bytes = view->buf;
+    PyObject *topic_cache = NULL;
+    const unsigned char *cached_data = NULL;
+    Py_ssize_t cached_size = 0;
+    int failed = 0;
+    Py_ssize_t done = 0;
+    while (!failed && !*delegate && done < records_max && *position < end) {
+        Py_ssize_t chunk = records_max - done < SCAN_CHUNK_RECORDS ? records_max - done
+                                                                   : SCAN_CHUNK_RECORDS;
+        Py_ssize_t count;
+        if (chunk >= SCAN_UNLOCKED_RECORDS_MIN) {
+            Py_BEGIN_ALLOW_THREADS
+            count = walk_whole_records(c, bytes, view->len, position, end, limit, segment_start,
+                                       chunk, starts, layouts, delegate);
+            Py_END_ALLOW_THREADS
+        }
+        else {
+            count = walk_whole_records(c, bytes, view->len, position, end, limit, segment_start,
+                                       chunk, starts, layouts, delegate);
+        }
+        failed = append_dispatch_records(records, bytes, starts, layouts, count, &topic_cache,
+                                         &cached_data, &cached_size);
+        done += count;
+        if (count < chunk) {
+            break;  /* at the end, a record that is not whole, or one for the reference */
+        }
+    }
+    Py_XDECREF(topic_cache);
+    return failed ? -1 : 0;
+}
+
+/* The reference for the rest of the range (from `position`, `records_max` records fewer),
+ * its records appended to `records`: the call's result, or the reference's exception. */
+static PyObject *
+scan_rest_by_reference(PyObject *const *args, PyObject *records, Py_ssize_t position,
+                       Py_ssize_t records_left)
+{
+    PyObject *rest = NULL;
+    PyObject *start = PyLong_FromSsize_t(position);
+    PyObject *left = start != NULL ? PyLong_FromSsize_t(records_left) : NULL;
+    if (left != NULL) {
+        PyObject *rest_args[6] = {args[0], start, args[2], args[3], args[4], left};
+        rest = PyObject_Vectorcall(scan_records_reference, rest_args, 6, NULL);
+    }
+    Py_XDECREF(start);
+    Py_XDECREF(left);
+    if (rest == NULL) {
+        return NULL;
+    }
+    PyObject *rest_records = PyTuple_Check(rest) && PyTuple_GET_SIZE(rest) == 2
+                             ? PyTuple_GET_ITEM(rest, 0) : NULL;
+    PyObject *result = NULL;
+    if (rest_records == NULL || !PyList_Check(rest_records)) {
+        PyErr_SetString(PyExc_TypeError, "scan_records_reference returned no (list, int)");
+    }
+    else if (PyList_SetSlice(rest_records, 0, 0, records) == 0) {
+        result = PyTuple_Pack(2, rest_records, PyTuple_GET_ITEM(rest, 1));
+    }
+    Py_DECREF(rest);
+    return result;
+}
+
+/* Exact ints in range for the call, else 0 (the reference answers). */
+static int
+scan_arguments(PyObject *const *args, Py_ssize_t *position, Py_ssize_t *end, Py_ssize_t *limit,
+               long long *segment_start, Py_ssize_t *records_max)
+{
+    for (int i = 1; i < 6; i++) {
+        if (!PyLong_CheckExact(args[i])) {
+            return 0;
+        }
+    }
+    int overflow = 0;
+    *position = PyLong_AsSsize_t(args[1]);
+    *end = PyLong_AsSsize_t(args[2]);
+    *limit = PyLong_AsSsize_t(args[3]);
+    *segment_start = PyLong_AsLongLongAndOverflow(args[4], &overflow);
+    *records_max = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !overflow && *position >= 0 && *limit >= 0 && *segment_start >= 0
+           && *segment_start <= LLONG_MAX / 2 && *limit <= LLONG_MAX / 4;
+}
+
+static PyObject *
+scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Checker *c = checker;
+    Py_ssize_t position = 0, end = 0, limit = 0, records_max = 0;
+    long long segment_start = 0;
+    int delegated = c == NULL || nargs != 6 || kwnames != NULL || !is_plain_buffer(args[0])
+        || !scan_arguments(args, &position, &end, &limit, &segment_start, &records_max);
+    Py_buffer view;
+    if (!delegated && PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        delegated = 1;
+    }
+    if (!delegated && ((PyMemoryView_Check(args[0]) && !is_plain_memoryview(args[0]))
+                       || limit > view.len)) {
+        PyBuffer_Release(&view);
+        delegated = 1;
+    }
+    if (delegated) {
+        return PyObject_Vectorcall(scan_records_reference, args, (size_t)nargs, kwnames);
+    }
+    Py_INCREF(c);  /* held through the call, should a rebinding replace it meanwhile */
+    PyObject *records = PyList_New(0);
+    int rest_by_reference = 0;
+    PyObject *result = NULL;
+    if (records != NULL
+        && scan_view(c, &view, &position, end, limit, segment_start, records_max, records,
+                     &rest_by_reference) == 0) {
+        result = rest_by_reference
+            ? scan_rest_by_reference(args, records, position,
+                                     records_max - PyList_GET_SIZE(records))
+            : Py_BuildValue("(On)", records, position);
+    }
+    PyBuffer_Release(&view);
+    Py_XDECREF(records);
+    Py_DECREF(c);
+    return result;
+}
+
+static PyMethodDef scan_records_def = {
+    "scan_records", (PyCFunction)(void (*)(void))scan_records, METH_FASTCALL | METH_KEYWORDS,
+    "scan_records(buffer, position, end_position, limit, segment_start, records_max, /)\n--\n\n"
+    "dispatch_scan.scan_records_reference in C (storage/format/_records.c)."};
+
+/* scan_records, told its reference and the DispatchRecord type (a tuple subclass of
+ * DISPATCH_RECORD_ITEMS); it walks with the layouts check_record was bound with. */
+static PyObject *
+bind_scan_records(PyObject *module, PyObject *args)
+{
+    PyObject *reference;
+    PyTypeObject *record_type;
+    if (!PyArg_ParseTuple(args, "OO!:bind_scan_records", &reference, &PyType_Type,
+                          &record_type)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(record_type, &PyTuple_Type)) {
+        return PyErr_Format(PyExc_TypeError, "%s is not a tuple type", record_type->tp_name);
+    }
+    if (checker == NULL) {
+        return PyErr_Format(PyExc_RuntimeError, "bind check_record before scan_records");
+    }
+    PyObject *fields = PyObject_GetAttrString((PyObject *)record_type, "_fields");
+    Py_ssize_t field_count = fields != NULL && PyTuple_Check(fields) ? PyTuple_GET_SIZE(fields)
+                                                                     : -1;
+    Py_XDECREF(fields);
+    if (field_count != DISPATCH_RECORD_ITEMS) {
+        PyErr_Clear();
+        return PyErr_Format(PyExc_ValueError, "%s must have %d fields, as "
+                            "storage/format/_records.c builds it", record_type->tp_name,
+                            DISPATCH_RECORD_ITEMS);
+    }
+    PyObject *module_name = module_name_of(reference);
+    if (module_name == NULL) {
+        return NULL;
+    }
+    PyObject *function = PyCFunction_NewEx(&scan_records_def, module, module_name);
+    Py_DECREF(module_name);
+    if (function != NULL) {
+        Py_INCREF(reference);
+        Py_XSETREF(scan_records_reference, reference);
+        PyTypeObject *previous = dispatch_record_type;
+        Py_INCREF(record_type);
+        dispatch_record_type = record_type;
+        Py_XDECREF(previous);
+    }
+    return function;
+}
+
 static PyMethodDef bindable_defs[] = {
     {"java_string_hash", (PyCFunction)java_string_hash, METH_O,
      "java_string_hash(text)\n--\n\n"
@@ -1686,6 +2021,9 @@ static PyMethodDef module_methods[] = {
      "pack_batch_reference, told the record layouts and PutResult."},
     {"bind_prepare", (PyCFunction)(void (*)(void))bind_prepare, METH_VARARGS | METH_KEYWORDS,
      "The C twin of one encoder's MessageEncoder.prepare_reference (the common message)."},
+    {"bind_scan_records", bind_scan_records, METH_VARARGS,
+     "bind_scan_records(reference, record_type)\n--\n\n"
+     "The C twin of dispatch_scan.scan_records_reference, building record_type tuples."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,3 +35,6 @@ def bind_prepare(
     body_size_max: int,
     store_host: tuple[bytes, int],
 ) -> Callable[[Any], Any]: ...
+def bind_scan_records(
+    reference: Callable[..., Any], record_type: type[tuple[Any, ...]], /
+) -> Callable[..., Any]: ...

@@ -9,6 +9,7 @@ extension module `mqstore.storage.format._records` (storage/format/_records.c):
     encoder.MessageEncoder.prepare the put path: a message checked and CRC'd (per encoder)
     encoder.write_record           the put path: one record written in place
     encoder.pack_batch             the put path: a batch's records packed into one bytes
+    dispatch_scan.scan_records     dispatch: a run of whole records read in one call
 
 The Python functions stay, renamed `<name>_reference`: they define the behaviour, and
 tests/storage/format/test_compiled_equivalence.py holds every C twin to its reference.  Each
@@ -33,7 +34,7 @@ from types import ModuleType
 from typing import Any, TypeVar, cast
 
 ENVIRONMENT_VARIABLE = "MQSTORE_NO_EXTENSIONS"
-ABI_VERSION = 2
+ABI_VERSION = 3
 """The `ABI_VERSION` storage/format/_records.c must report; a build of another is stale."""
 REFERENCE_SUFFIX = "_reference"
 
