@@ -174,9 +174,7 @@ class Dispatcher:
             position = self.dispatched_position - start
             run, _ = scan_records(mapping, position, end - start, size, start,
                                   budget - dispatched)
-            for whole in run:
-                self._dispatch_fields(whole, notices)
-                self.dispatched_position += whole.total_size
+            self._dispatch_run(run, notices)
             dispatched += len(run)
             if self.dispatched_position >= end or dispatched >= budget:
                 break
@@ -195,6 +193,53 @@ class Dispatcher:
             self.dispatched_position += result.size_bytes
             dispatched += 1
         return dispatched
+
+    def _dispatch_run(self, run: list[DispatchRecord],
+                      notices: dict[tuple[str, int], int]) -> None:
+        """A run of whole records, in order: a streak of one queue's plain records
+        (`_streak_end`) is put in one call where its queue takes it as it is (`_put_streak`);
+        every other record, and what the queue does not take so, goes to `_dispatch_fields`."""
+        index, count = 0, len(run)
+        while index < count:
+            end = max(self._streak_end(run, index, count), index + 1)
+            while index < end:
+                written = self._put_streak(run, index, end, notices) if end - index > 1 else 0
+                if not written:
+                    self._dispatch_fields(run[index], notices)
+                    self.dispatched_position += run[index].total_size
+                index += written or 1
+
+    def _streak_end(self, run: list[DispatchRecord], first: int, count: int) -> int:
+        """The end of the streak of plain records from `first` (`first` if it is not one):
+        one queue's messages without properties (no tags code, no index key) nor delay."""
+        topic, queue_id = run[first].topic, run[first].queue_id
+        if topic in (PADDING_TOPIC, SCHEDULE_TOPIC):
+            return first
+        end = first
+        while end < count:
+            whole = run[end]
+            if whole.queue_id != queue_id or whole.topic != topic or whole.properties or \
+                    not record.takes_queue_offset(whole.sysflag):
+                break
+            end += 1
+        return end
+
+    def _put_streak(self, run: list[DispatchRecord], first: int, end: int,
+                    notices: dict[tuple[str, int], int]) -> int:
+        """What the queue (not stalled, not left out) takes of the streak `run[first:end]` in
+        one call (`ConsumeQueue.put_untagged`); returns how many records that dispatched."""
+        key = run[first].topic, run[first].queue_id
+        queue = self._queues.get(*key)
+        if queue is None or self.only_queues is not None or key in self.stalled_queues:
+            return 0
+        written = queue.put_untagged(run, first, end)
+        if written:
+            last = run[first + written - 1]
+            notices[key] = last.queue_offset + 1
+            self.last_store_timestamp_ms = last.store_timestamp_ms
+            self.records_dispatched_total += written
+            self.dispatched_position = last.physical_offset + last.total_size
+        return written
 
     def _skip_damage(self, mapping: record.ReadableBuffer, start: int, end: int, *,
                      reason: str) -> None:

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from ..config import PAGE_SIZE_BYTES
+from ..format.dispatch_scan import DispatchRecord
 from .mapped_file import MappedFile
 from .preallocate import populate_for_write
 
@@ -93,6 +95,30 @@ class ConsumeQueueFile(MappedFile):
         ENTRY.pack_into(self.mapping, position, physical_offset, size_bytes, tags_code)
         self.written_position = position + ENTRY_SIZE_BYTES
         self.committed_position = self.written_position
+
+    def append_untagged(self, records: Sequence[DispatchRecord], first: int,
+                        count: int) -> int:
+        """Write the entries of `records[first:first + count]` (tags code 0) from
+        `written_position` on, while their queue offsets follow one another; returns how many
+        were written.  The caller checked the first is the queue's next entry and that all
+        `count` fit below `allocated_position` (nothing is reserved here)."""
+        position = self.written_position
+        assert position + count * ENTRY_SIZE_BYTES <= min(self.allocated_position,
+                                                          self.size_bytes)
+        written = 0
+        if count > 0:
+            pack, mapping = ENTRY.pack_into, self.mapping
+            queue_offset = records[first].queue_offset
+            for index in range(first, first + count):
+                whole = records[index]
+                if whole.queue_offset != queue_offset + written:
+                    break  # a hole: storage/dispatch/dispatcher.py puts it on its own
+                pack(mapping, position, whole.physical_offset, whole.total_size, 0)
+                position += ENTRY_SIZE_BYTES
+                written += 1
+        self.written_position = position
+        self.committed_position = position
+        return written
 
     def allocate_through(self, end_position: int) -> None:
         """Reserve blocks from the page of `written_position` (or the reserved end, if

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..config import PreallocateMethod
@@ -29,6 +30,7 @@ from ..files.consume_queue_file import (
     Entries,
 )
 from ..files.io import make_directories
+from ..format.dispatch_scan import DispatchRecord
 from ..format.volume import (
     consume_queue_creating_name,
     parse_offset_file_name,
@@ -171,6 +173,28 @@ class ConsumeQueue:
                               tags_code=tags_code)
             self.max_physical_end = physical_offset + size_bytes
         return True
+
+    def put_untagged(self, records: Sequence[DispatchRecord], first: int, end: int) -> int:
+        """The entries of `records[first:end]` (records of this queue without tags, in log
+        order) written in one go, as many as follow the queue's end in the room its last file
+        has reserved; returns how many (0 when the first is a duplicate, is not the queue's
+        next offset, or needs a new file or a reservation: the caller `put`s those)."""
+        head = records[first]
+        if head.physical_offset + head.total_size <= self.max_physical_end:
+            return 0
+        with self._lock:
+            if not self.files:
+                return 0
+            last = self.files[-1]
+            position = last.written_position
+            room = (min(last.allocated_position, last.size_bytes) - position) // ENTRY_SIZE_BYTES
+            if room <= 0 or last.start_position + position != head.queue_offset * ENTRY_SIZE_BYTES:
+                return 0
+            written = last.append_untagged(records, first, min(end - first, room))
+            if written:
+                whole = records[first + written - 1]
+                self.max_physical_end = whole.physical_offset + whole.total_size
+        return written
 
     def mark_damaged(self, *, up_to_offset: int, physical_offset: int,
                      size_bytes: int) -> int:

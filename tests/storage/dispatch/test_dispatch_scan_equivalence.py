@@ -18,12 +18,9 @@ import pytest
 
 from mqstore.storage import Message, MessageStore, StoreConfig
 from mqstore.storage.dispatch import dispatcher as dispatcher_module
-from mqstore.storage.dispatch.dispatcher import Dispatcher
 from mqstore.storage.format import dispatch_scan, volume
 from mqstore.storage.format.record import SysFlag
-from mqstore.storage.index.index_service import IndexService
-from mqstore.storage.log.reader import CommitLogReader
-from mqstore.storage.queues.consume_queues import ConsumeQueues
+from tests.storage.dispatch.dispatch_helpers import damage, dispatch, store_files
 
 SEGMENT_BYTES = 64 * 1024
 CONFIG = StoreConfig.for_small_segments(SEGMENT_BYTES, dispatch_enabled=False,
@@ -71,56 +68,6 @@ def _write_log(directory: Path, rng: random.Random) -> tuple[int, list[int]]:
     return end, positions
 
 
-def _damage(directory: Path, positions: list[int], rng: random.Random) -> None:
-    for position in rng.sample(positions[1:], k=min(3, len(positions) - 1)):
-        start = position // SEGMENT_BYTES * SEGMENT_BYTES
-        segment = directory / volume.COMMITLOG_DIRECTORY / f"{start:020d}"
-        with segment.open("r+b") as file:
-            file.seek(position % SEGMENT_BYTES + rng.choice([4, 28, 84]))
-            file.write(bytes([rng.randrange(256)]))
-
-
-def _dispatch(directory: Path, end: int, passes: list[int]) -> tuple[object, ...]:
-    reader = CommitLogReader(directory / volume.COMMITLOG_DIRECTORY,
-                             segment_size_bytes=SEGMENT_BYTES)
-    queues = ConsumeQueues(directory, file_size_bytes=CONFIG.consume_queue_file_size_bytes,
-                           allocate_step_bytes=CONFIG.consume_queue_allocate_step_bytes)
-    index = IndexService(directory=directory / volume.INDEX_DIRECTORY,
-                         hash_slot_count=CONFIG.index_hash_slot_count,
-                         index_count_max=CONFIG.index_count_max,
-                         query_results_max=CONFIG.index_query_results_max)
-    queues.load()
-    index.load(abnormal=False, index_timestamp_ms=0)
-    notices = []
-    try:
-        dispatcher = Dispatcher(reader, queues, index=index, dispatched_position=0,
-                                records_per_pass_max=passes[0], index_tags=True)
-        for budget in passes * 1000:
-            dispatcher.records_per_pass_max = budget
-            notices.append(dict(dispatcher.dispatch(committed_position=end, min_position=0)))
-            if dispatcher.caught_up:
-                break
-        state = (dispatcher.dispatched_position, list(dispatcher.damage),
-                 dispatcher.damaged_ranges_total, dispatcher.queue_holes_total,
-                 dispatcher.records_dispatched_total, dispatcher.last_store_timestamp_ms,
-                 dispatcher.index_timestamp_ms, dict(dispatcher.stalled_queues), notices)
-    finally:
-        index.close()
-        queues.close()
-        reader.close()
-    return state
-
-
-def _files(directory: Path) -> dict[str, bytes]:
-    """Queue files by path, index files in creation order (their names are clock times)."""
-    queue_files = {str(path.relative_to(directory)): path.read_bytes()
-                   for path in sorted((directory / volume.CONSUME_QUEUE_DIRECTORY).rglob("*"))
-                   if path.is_file()}
-    index_files = sorted((directory / volume.INDEX_DIRECTORY).iterdir())
-    return queue_files | {f"index #{number}": path.read_bytes()
-                          for number, path in enumerate(index_files)}
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_c_walk_dispatches_byte_for_byte_as_the_reference(
         seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,7 +75,7 @@ def test_c_walk_dispatches_byte_for_byte_as_the_reference(
     written = tmp_path / "written"
     end, positions = _write_log(written, rng)
     if seed % 2:
-        _damage(written, positions, rng)
+        damage(written, positions, rng, segment_bytes=SEGMENT_BYTES)
     passes = [rng.choice([1, 2, 7, 64, 10_000]) for _ in range(4)]
     outcomes = []
     for name, scan in (("c", dispatch_scan.compiled_scan_records()),
@@ -137,7 +84,7 @@ def test_c_walk_dispatches_byte_for_byte_as_the_reference(
         shutil.copytree(written / volume.COMMITLOG_DIRECTORY,
                         directory / volume.COMMITLOG_DIRECTORY)
         monkeypatch.setattr(dispatcher_module, "scan_records", scan)
-        outcomes.append((_dispatch(directory, end, passes), _files(directory)))
+        outcomes.append((dispatch(directory, CONFIG, end, passes), store_files(directory)))
     (c_state, c_files), (reference_state, reference_files) = outcomes
     assert c_state == reference_state
     assert c_files.keys() == reference_files.keys()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage.files.consume_queue_file import ENTRY, ENTRY_SIZE_BYTES
+from mqstore.storage.format.dispatch_scan import DispatchRecord
 from mqstore.storage.queues.consume_queue import ConsumeQueue, ConsumeQueueGapError
 
 FILE_BYTES = 10 * ENTRY_SIZE_BYTES  # ten entries a file: rolls happen quickly
@@ -96,3 +97,24 @@ def test_reopen_finds_the_end_and_cuts_a_garbage_tail(tmp_path: Path) -> None:
     assert reopened.max_offset == 13  # entries 10..12 stay; 13 is invalid
     assert reopened.max_physical_end == 1000 + 100 * 13
     reopened.close()
+
+
+def _records(offsets: list[int]) -> list[DispatchRecord]:
+    return [DispatchRecord(1000 + 100 * offset, 100, 0, offset, 0, 0, "T", {})
+            for offset in offsets]
+
+
+def test_put_untagged_takes_what_follows_the_end_in_reserved_room(tmp_path: Path) -> None:
+    queue = _queue(tmp_path)
+    assert queue.put_untagged(_records([0, 1]), 0, 2) == 0  # no file yet: `put` makes it
+    _fill(queue, 3)
+    records = _records([1, 2, 3, 4, 5, 7, 8])
+    assert queue.put_untagged(records, 0, 3) == 0  # a duplicate
+    assert queue.put_untagged(records, 2, 7) == 3  # 3, 4, 5; 7 would leave a hole
+    assert queue.put_untagged(records, 5, 7) == 0
+    assert queue.put_untagged(_records(list(range(6, 20))), 0, 14) == 4  # the file is full
+    assert (queue.max_offset, queue.max_physical_end) == (10, 1000 + 100 * 10)
+    raw = (tmp_path / f"{0:020d}").read_bytes()
+    assert [ENTRY.unpack_from(raw, 20 * n) for n in (2, 3, 9)] == [
+        (1200, 100, 2), (1300, 100, 0), (1900, 100, 0)]
+    queue.close()
