@@ -22,6 +22,10 @@ the others each made sick in a way an alert of the chart's rule file is meant to
 | obs-dlq          | all three services; a consumer's own retry sends  | DeadLettersGrowing   |
 |                  | past its max reconsume times, two a second, which |                      |
 |                  | the front routes to `%DLQ%obs-dlq`                |                      |
+| obs-txn          | all three services, transactions checked every    | DiscardedTransactions|
+|                  | 0.5 s at most once; half messages, two a second,  | Growing              |
+|                  | that no producer ends or answers: each discarded  |                      |
+|                  | to `TRANS_CHECK_MAX_TIME_TOPIC` on its 2nd check  |                      |
 
 Every pod's data directory is a tmpfs of its own, so "disk filling up" depends only on what
 that pod writes (the machine's disk is shared with other work): 32 GiB for the pods that
@@ -39,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .control_plane import free_port
-from .obs_dead_letters import DeadLetters
+from .obs_remoting_sends import RemotingSends, abandoned_transactions, dead_letters
 from .obs_stack import CpuQuota, Pod, Workload
 from .prometheus import Target
 
@@ -58,6 +62,7 @@ EXPECTED: dict[str, set[str]] = {
     "MqstoreSyncMasterNoFollower": {"obs-nofollower-0"},
     "MqstorePullLatencyHigh": {"obs-slowpull-0"},
     "MqstoreDeadLettersGrowing": {"obs-dlq-0"},
+    "MqstoreDiscardedTransactionsGrowing": {"obs-txn-0"},
 }
 """Each broker alert and the pods whose condition causes it: it must fire for each of them
 (its `pod` label says where), and never for the healthy broker."""
@@ -77,7 +82,7 @@ ROOMY_BYTES = 32 * GIB
 class Brokers:
     root: Path
     pods: dict[str, Pod] = field(default_factory=dict)
-    workloads: list[Workload | DeadLetters] = field(default_factory=list)
+    workloads: list[Workload | RemotingSends] = field(default_factory=list)
     cgroups: list[CpuQuota] = field(default_factory=list)
 
     def add(self, pod: Pod) -> Pod:
@@ -195,11 +200,18 @@ def start_busy(brokers: Brokers) -> Sicken:
 def start_dlq(brokers: Brokers) -> Sicken:
     pod = brokers.add(Pod(brokers.root, "obs-dlq"))
     pod.on_tmpfs(ROOMY_BYTES).start_all()
-    return lambda: brokers.workloads.append(DeadLetters(pod).start())
+    return lambda: brokers.workloads.append(dead_letters(pod).start())
+
+
+def start_txn(brokers: Brokers) -> Sicken:
+    pod = brokers.add(Pod(brokers.root, "obs-txn").with_remoting(
+        transaction_check_interval_ms=500, transaction_timeout_ms=1, transaction_check_max=1))
+    pod.on_tmpfs(ROOMY_BYTES).start_all()
+    return lambda: brokers.workloads.append(abandoned_transactions(pod).start())
 
 
 SICK = (start_disk, start_lag, start_pool, start_nofollower, start_slowpull, start_busy,
-        start_dlq)
+        start_dlq, start_txn)
 
 
 def broken_webhook(namespace: str) -> dict[str, Any]:

@@ -54,8 +54,15 @@ class Pod(Node):
 
     def with_writer(self, **settings: Any) -> Pod:
         """Override writer settings of the config file (e.g. a tiny in-flight limit)."""
+        return self._with("writer", settings)
+
+    def with_remoting(self, **settings: Any) -> Pod:
+        """Override the remoting front's settings (e.g. a short transaction check)."""
+        return self._with("remoting", settings)
+
+    def _with(self, section: str, settings: dict[str, Any]) -> Pod:
         config = json.loads(self.config.read_text())
-        config.setdefault("writer", {}).update(settings)
+        config.setdefault(section, {}).update(settings)
         self.config.write_text(json.dumps(config))
         return self
 
