@@ -52,19 +52,7 @@ func sendDelayed(p rocketmq.Producer, o options, index, level int) (sent, map[st
 }
 
 func delayedProducer(o options) (rocketmq.Producer, error) {
-	p, err := rocketmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{o.namesrv})),
-		producer.WithGroupName("go-p-"+o.topic),
-		producer.WithRetry(0),
-		producer.WithDefaultTopicQueueNums(4),
-		producer.WithSendMsgTimeout(10*time.Second),
-		producer.WithCredentials(o.credentials()),
-		producer.WithInstanceName("go-p-"+o.topic),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return p, p.Start()
+	return startProducer(o, producer.WithInstanceName("go-p-"+o.topic))
 }
 
 // delayed runs -mode delay.  Message i < count is delayed, count is the warm-up and

@@ -115,19 +115,26 @@ func message(topic string, index int, bodyBytes int) *primitive.Message {
 	return m
 }
 
-func produce(o options) ([]sent, error) {
-	p, err := rocketmq.NewProducer(
+// startProducer starts a producer of group go-p-<topic>: no retry (a send's failure is the
+// verdict's), 4 queues for a topic it creates, the options' credentials, and `extra`.
+func startProducer(o options, extra ...producer.Option) (rocketmq.Producer, error) {
+	p, err := rocketmq.NewProducer(append([]producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{o.namesrv})),
-		producer.WithGroupName("go-p-"+o.topic),
+		producer.WithGroupName("go-p-" + o.topic),
 		producer.WithRetry(0),
 		producer.WithDefaultTopicQueueNums(4),
-		producer.WithSendMsgTimeout(10*time.Second),
+		producer.WithSendMsgTimeout(10 * time.Second),
 		producer.WithCredentials(o.credentials()),
-	)
+	}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Start(); err != nil {
+	return p, p.Start()
+}
+
+func produce(o options) ([]sent, error) {
+	p, err := startProducer(o)
+	if err != nil {
 		return nil, err
 	}
 	defer p.Shutdown()

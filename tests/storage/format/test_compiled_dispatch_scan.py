@@ -14,8 +14,7 @@ import mmap
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,12 +27,12 @@ from mqstore.storage.format.dispatch_scan import (
     compiled_scan_records,
     scan_records_reference,
 )
+from tests.storage.format.buffer_kinds import BUFFER_KINDS, as_buffer
 
 c_scan_records = compiled_scan_records()
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
-BUFFER_KINDS = ("bytes", "bytearray", "memoryview", "mmap")
 PROPERTY_BYTES = st.one_of(
     st.binary(max_size=60),
     st.lists(st.sampled_from([b"TAGS\x01TagA", b"KEYS\x01k1 k2", b"UNIQ_KEY\x01AB12",
@@ -59,22 +58,6 @@ def assert_same_scan(*args: Any, **kwargs: Any) -> tuple[object, ...]:
     reference = _outcome(scan_records_reference, *args, **kwargs)
     assert c == reference
     return c
-
-
-@contextmanager
-def as_buffer(data: bytes, kind: str) -> Iterator[object]:
-    if kind == "mmap":
-        mapping = mmap.mmap(-1, max(len(data), 1))
-        mapping[:len(data)] = data
-        try:
-            yield mapping
-        finally:
-            mapping.close()
-    elif kind == "memoryview":
-        with memoryview(bytearray(data)) as view:
-            yield view
-    else:
-        yield bytes(data) if kind == "bytes" else bytearray(data)
 
 
 @st.composite

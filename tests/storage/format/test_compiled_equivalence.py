@@ -28,6 +28,7 @@ from mqstore.storage.format import encoder as encoder_module
 from mqstore.storage.format.java_hash import java_string_hash_reference
 from mqstore.storage.format.message import Message, PutResult
 from mqstore.storage.format.properties import decode_properties_reference, encode_properties
+from tests.storage.format.buffer_kinds import BUFFER_KINDS, as_buffer
 
 c_check_record = record.compiled_check_record()
 c_java_string_hash = compiled.compiled_twin(java_string_hash_reference)
@@ -35,7 +36,6 @@ c_decode_properties = compiled.compiled_twin(decode_properties_reference)
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
-BUFFER_KINDS = ("bytes", "bytearray", "memoryview", "mmap")
 
 
 def _outcome(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[object, ...]:
@@ -58,23 +58,6 @@ def assert_same_check(buffer: object, *args: Any, **kwargs: Any) -> None:
     c = _outcome(c_check_record, buffer, *args, **kwargs)
     reference = _outcome(record.check_record_reference, buffer, *args, **kwargs)
     assert tuple(map(_check_outcome, c)) == tuple(map(_check_outcome, reference))
-
-
-@contextmanager
-def as_buffer(data: bytes, kind: str) -> Iterator[object]:
-    """`data` as one of the buffer types the store reads records from."""
-    if kind == "mmap":
-        mapping = mmap.mmap(-1, max(len(data), 1))
-        mapping[:len(data)] = data
-        try:
-            yield mapping
-        finally:
-            mapping.close()
-    elif kind == "memoryview":
-        with memoryview(bytearray(data)) as view:
-            yield view
-    else:
-        yield bytes(data) if kind == "bytes" else bytearray(data)
 
 
 def test_the_extension_is_built_from_the_current_source() -> None:
