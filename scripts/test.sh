@@ -21,7 +21,7 @@ echo "== lossyfs";     bash scripts/build-lossyfs.sh --check
 # .cache/remoting_clients/ here, outside any test's timeout; a failed build fails CI.
 echo "== remoting clients build"; .venv/bin/python -m tests.remoting_clients.prebuild
 echo "== pytest";      .venv/bin/pytest "$@"
-echo "== reference path"; MQSTORE_NO_EXTENSIONS=1 .venv/bin/pytest -q tests/storage/format tests/services/test_produce_core.py
+echo "== reference path"; MQSTORE_NO_EXTENSIONS=1 .venv/bin/pytest -q tests/storage/format tests/storage/files/test_compiled_index_put.py tests/storage/dispatch/test_dispatch_streaks.py tests/services/test_produce_core.py
 # The control plane's binaries are built here, outside any test's timeout; a failed build
 # (no Go, no module proxy) fails CI.  A cold build takes minutes, a cached one nothing.
 echo "== e2e build";   time bash e2e/build-control-plane.sh

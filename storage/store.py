@@ -6,10 +6,9 @@
     <directory>/lock                                  single-writer lock
     <directory>/abort                                 present while open (unclean if found)
 
-Open order (opening.py): lock → abort marker and checkpoint → segments → the indexer's
-files → recover → then here: the event graph (wiring.py) → the indexer catches up and
-starts → the log's services start → the abort marker is created.  Close runs it backwards
-and removes the abort marker only if every service drained cleanly.
+Open order (opening.py): lock → abort marker and checkpoint → segments → indexer files →
+recover → here: event graph (wiring.py) → indexer catches up, starts → log services start →
+abort marker created.  Close runs it backwards; the marker goes only if all drained cleanly.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ from pathlib import Path
 from types import TracebackType
 
 from .config import StoreConfig
-from .dispatch.dispatcher import Listener, StalledQueue
+from .dispatch.dispatcher import Listener
+from .dispatch.stalled_queue import StalledQueue
 from .errors import StoreClosedError
 from .format.message import Message, PutResult, StoredMessage
 from .format.subscription import TagFilter

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from ..config import StoreConfig
 from ..files.doorbell import DoorbellReceiver
 from ..service_thread import FatalHandler, ServiceThread
-from .dispatcher import DISK_FULL_ERRNOS, Dispatcher, Listener
+from .dispatcher import Dispatcher, Listener
+from .stalled_queue import DISK_FULL_ERRNOS
 
 log = logging.getLogger(__name__)
 

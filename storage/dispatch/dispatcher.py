@@ -37,14 +37,13 @@ process that reads the position the writer publishes.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import errno
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from ..errors import StoreError
+from ..files.index_put import IndexedMessage
 from ..format import record
 from ..format.delay_levels import (
     DEFAULT_DELAY_LEVELS,
@@ -56,16 +55,15 @@ from ..format.dispatch_scan import DispatchRecord, scan_records
 from ..format.java_hash import java_string_hash
 from ..format.padding import PADDING_TOPIC
 from ..format.properties import (
-    KEY_SEPARATOR,
-    PROPERTY_KEYS,
     PROPERTY_TAGS,
-    PROPERTY_UNIQUE_KEY,
     decode_properties,
 )
 from ..format.record_scan import Damage, find_record
 from ..log.reader import CommitLogReader
 from ..queues.consume_queue import ConsumeQueue, ConsumeQueueGapError
 from ..queues.consume_queues import ConsumeQueues
+from .index_keys import indexed_message
+from .stalled_queue import DISK_FULL_ERRNOS, STALLED_QUEUES_MAX, StalledQueue
 
 log = logging.getLogger(__name__)
 
@@ -76,25 +74,7 @@ QueueNotices = Mapping[tuple[str, int], int]
 """(topic, queue id) → the queue's next offset after this pass."""
 Listener = Callable[[QueueNotices], None]
 
-DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
-"""Errors of the whole disk, not of one queue's files: they stall all of dispatch."""
-STALLED_QUEUES_MAX = 10_000
-"""Stalled queues remembered; past it dispatch stops (a disk that fails every file is not
-one queue's trouble)."""
-
 QueueKey = tuple[str, int]
-
-
-@dataclasses.dataclass(frozen=True)
-class StalledQueue:
-    """A queue whose file could not be written: from `physical_offset` (the first record it
-    could not take, queue offset `queue_offset`) its records wait for `replay_stalled`."""
-
-    topic: str
-    queue_id: int
-    physical_offset: int
-    queue_offset: int
-    reason: str
 
 
 @functools.lru_cache(maxsize=4096)
@@ -109,8 +89,7 @@ class DispatchCorruptError(StoreError):
 
 
 class IndexBuilder(Protocol):
-    def build(self, *, topic: str, keys: Sequence[str], unique_key: str | None,
-              tags: str | None, physical_offset: int, store_timestamp_ms: int) -> int | None: ...
+    def build_run(self, messages: Sequence[IndexedMessage]) -> int | None: ...
 
 
 class Dispatcher:
@@ -196,49 +175,67 @@ class Dispatcher:
 
     def _dispatch_run(self, run: list[DispatchRecord],
                       notices: dict[tuple[str, int], int]) -> None:
-        """A run of whole records, in order: a streak of one queue's plain records
-        (`_streak_end`) is put in one call where its queue takes it as it is (`_put_streak`);
-        every other record, and what the queue does not take so, goes to `_dispatch_fields`."""
-        index, count = 0, len(run)
-        while index < count:
-            end = max(self._streak_end(run, index, count), index + 1)
-            while index < end:
-                written = self._put_streak(run, index, end, notices) if end - index > 1 else 0
-                if not written:
-                    self._dispatch_fields(run[index], notices)
-                    self.dispatched_position += run[index].total_size
-                index += written or 1
+        """A run of whole records: each queue's messages in it are put together
+        (`_put_queue_run`), then the run's index keys in log order in one call.  Queues are
+        independent, and each one's entries keep their order, so the files are as the records
+        put one by one would leave them.  If anything raises, dispatch goes back to the run's
+        start: entries put again are duplicates, which the queues ignore and the index
+        skips."""
+        if not run:
+            return
+        start = self.dispatched_position
+        try:
+            queue_runs: dict[QueueKey, list[DispatchRecord]] = {}
+            takes_queue_offset, queue_run, key = record.takes_queue_offset, None, None
+            for whole in run:
+                if whole.topic in (PADDING_TOPIC, SCHEDULE_TOPIC) or \
+                        not takes_queue_offset(whole.sysflag):
+                    self._put_queue_entry(whole, notices)
+                    continue
+                if key is None or whole.queue_id != key[1] or whole.topic != key[0]:
+                    key = whole.topic, whole.queue_id
+                    queue_run = queue_runs.setdefault(key, [])
+                assert queue_run is not None
+                queue_run.append(whole)
+            for key, records in queue_runs.items():
+                self._put_queue_run(key, records, notices)
+            if self._index is not None:
+                self._build_index_run([indexed_message(whole, index_tags=self.index_tags)
+                                       for whole in run
+                                       if whole.properties and whole.topic != PADDING_TOPIC])
+        except BaseException:
+            self.dispatched_position = start
+            raise
+        last = run[-1]
+        self.dispatched_position = last.physical_offset + last.total_size
+        self.last_store_timestamp_ms = last.store_timestamp_ms
+        self.records_dispatched_total += len(run)
 
-    def _streak_end(self, run: list[DispatchRecord], first: int, count: int) -> int:
-        """The end of the streak of plain records from `first` (`first` if it is not one):
-        one queue's messages without properties (no tags code, no index key) nor delay."""
-        topic, queue_id = run[first].topic, run[first].queue_id
-        if topic in (PADDING_TOPIC, SCHEDULE_TOPIC):
-            return first
-        end = first
-        while end < count:
-            whole = run[end]
-            if whole.queue_id != queue_id or whole.topic != topic or whole.properties or \
-                    not record.takes_queue_offset(whole.sysflag):
-                break
-            end += 1
-        return end
+    def _put_queue_run(self, key: QueueKey, records: list[DispatchRecord],
+                       notices: dict[tuple[str, int], int]) -> None:
+        """One queue's messages of a run, in order: in one call each (`_put_streak`) as far
+        as the queue takes them so, else one by one (`_put_queue_entry`)."""
+        first, count = 0, len(records)
+        while first < count:
+            written = self._put_streak(key, records, first, notices) if count - first > 1 else 0
+            if not written:
+                self._put_queue_entry(records[first], notices)
+            first += written or 1
 
-    def _put_streak(self, run: list[DispatchRecord], first: int, end: int,
+    def _put_streak(self, key: QueueKey, records: list[DispatchRecord], first: int,
                     notices: dict[tuple[str, int], int]) -> int:
-        """What the queue (not stalled, not left out) takes of the streak `run[first:end]` in
-        one call (`ConsumeQueue.put_untagged`); returns how many records that dispatched."""
-        key = run[first].topic, run[first].queue_id
+        """What the queue (not stalled, not left out) takes of `records[first:]` in one call
+        (`ConsumeQueue.put_streak`); returns how many."""
         queue = self._queues.get(*key)
         if queue is None or self.only_queues is not None or key in self.stalled_queues:
             return 0
-        written = queue.put_untagged(run, first, end)
+        tags_codes = None
+        if any(whole.properties for whole in records[first:]):
+            tags_codes = [_tags_code(tags) if (tags := whole.properties.get(PROPERTY_TAGS))
+                          else 0 for whole in records[first:]]
+        written = queue.put_streak(records, first, len(records), tags_codes)
         if written:
-            last = run[first + written - 1]
-            notices[key] = last.queue_offset + 1
-            self.last_store_timestamp_ms = last.store_timestamp_ms
-            self.records_dispatched_total += written
-            self.dispatched_position = last.physical_offset + last.total_size
+            notices[key] = records[first + written - 1].queue_offset + 1
         return written
 
     def _skip_damage(self, mapping: record.ReadableBuffer, start: int, end: int, *,
@@ -284,50 +281,52 @@ class Dispatcher:
     def _dispatch_fields(self, head: DispatchRecord,
                          notices: dict[tuple[str, int], int]) -> None:
         """One whole record's consume queue entry and index keys."""
-        topic = head.topic
-        if topic == PADDING_TOPIC:
+        if head.topic == PADDING_TOPIC:
             return  # a group commit's filler (padding.py): nothing to consume or index
-        properties = head.properties
-        tags = properties.get(PROPERTY_TAGS)
-        key = (topic, head.queue_id)
-        if record.takes_queue_offset(head.sysflag) and \
-                key not in self.stalled_queues and \
-                (self.only_queues is None or key in self.only_queues):
-            try:
-                tags_code = _tags_code(tags) if tags else 0
-                if topic == SCHEDULE_TOPIC:  # a delayed message: the entry says when it is due
-                    tags_code = self.delay_levels.due_ms(head.store_timestamp_ms,
-                                                         level_of(properties))
-                if self._put_entry(head, topic, tags_code):
-                    notices[key] = head.queue_offset + 1
-            except OSError as error:
-                if error.errno in DISK_FULL_ERRNOS:
-                    raise
-                self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
-                                         head.queue_offset, f"{type(error).__name__}: {error}"))
-            except ConsumeQueueGapError as error:
-                if self.only_queues is None:
-                    raise
-                # A replay that finds the queue's records gone (retention deleted them while
-                # it was stalled): it stays stalled, and says so.
-                self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
-                                         head.queue_offset, str(error)))
-        if self._index is not None and properties:  # no properties: no key to index
-            self._build_index(head, tags)
+        self._put_queue_entry(head, notices)
+        if self._index is not None and head.properties:  # no properties: no key to index
+            self._build_index_run([indexed_message(head, index_tags=self.index_tags)])
         self.last_store_timestamp_ms = head.store_timestamp_ms
         self.records_dispatched_total += 1
 
-    def _build_index(self, head: DispatchRecord, tags: str | None) -> None:
-        assert self._index is not None
+    def _put_queue_entry(self, head: DispatchRecord,
+                         notices: dict[tuple[str, int], int]) -> None:
+        """One record's consume queue entry, if it takes one (not a filler, a half or an
+        end), its queue is not stalled and not left out."""
+        topic = head.topic
+        key = (topic, head.queue_id)
+        if topic == PADDING_TOPIC or not record.takes_queue_offset(head.sysflag) or \
+                key in self.stalled_queues or \
+                (self.only_queues is not None and key not in self.only_queues):
+            return
         properties = head.properties
-        keys = [k for k in properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k]
-        unique_key = properties.get(PROPERTY_UNIQUE_KEY)
-        indexed_tags = tags if self.index_tags else None
-        if not (keys or unique_key or indexed_tags):
-            return  # `IndexService.build` would index nothing
-        rolled = self._index.build(topic=head.topic, keys=keys, unique_key=unique_key,
-                                   tags=indexed_tags, physical_offset=head.physical_offset,
-                                   store_timestamp_ms=head.store_timestamp_ms)
+        try:
+            tags = properties.get(PROPERTY_TAGS)
+            tags_code = _tags_code(tags) if tags else 0
+            if topic == SCHEDULE_TOPIC:  # a delayed message: the entry says when it is due
+                tags_code = self.delay_levels.due_ms(head.store_timestamp_ms,
+                                                     level_of(properties))
+            if self._put_entry(head, topic, tags_code):
+                notices[key] = head.queue_offset + 1
+        except OSError as error:
+            if error.errno in DISK_FULL_ERRNOS:
+                raise
+            self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
+                                     head.queue_offset, f"{type(error).__name__}: {error}"))
+        except ConsumeQueueGapError as error:
+            if self.only_queues is None:
+                raise
+            # A replay that finds the queue's records gone (retention deleted them while
+            # it was stalled): it stays stalled, and says so.
+            self._stall(StalledQueue(topic, head.queue_id, head.physical_offset,
+                                     head.queue_offset, str(error)))
+
+    def _build_index_run(self, messages: list[IndexedMessage]) -> None:
+        assert self._index is not None
+        messages = [message for message in messages if message[2]]
+        if not messages:
+            return  # `IndexService.build_run` would index nothing
+        rolled = self._index.build_run(messages)
         if rolled is not None:
             self.index_timestamp_ms = rolled
 

@@ -58,10 +58,11 @@ from ..queues.consume_queues import ConsumeQueues
 from ..service_thread import FatalHandler, ServiceThread
 from ..store_sizes import embedded_config
 from .dispatch_service import DispatchService
-from .dispatcher import Dispatcher, Listener, StalledQueue
+from .dispatcher import Dispatcher, Listener
 from .log_source import LogSource
 from .published_log import PublishedLog
 from .queue_sync import QueueSyncService
+from .stalled_queue import StalledQueue
 from .tag_evidence import index_tags_for_store
 from .torn_tail import cut_torn_queue_tails
 

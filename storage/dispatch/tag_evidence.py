@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..config import StoreConfig
-from ..files.index_file import HASH_SLOT, INDEX_ENTRY, INDEX_HEADER, index_file_size_bytes
+from ..files.index_file import index_file_size_bytes
 from ..files.index_file import index_key_hash as hash_of_key
+from ..files.index_put import HASH_SLOT, INDEX_ENTRY, INDEX_HEADER
 from ..format import record
 from ..format.properties import PROPERTY_TAGS, decode_properties
 from ..format.volume import COMMITLOG_DIRECTORY, INDEX_DIRECTORY, parse_index_file_name

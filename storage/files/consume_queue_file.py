@@ -96,15 +96,17 @@ class ConsumeQueueFile(MappedFile):
         self.written_position = position + ENTRY_SIZE_BYTES
         self.committed_position = self.written_position
 
-    def append_untagged(self, records: Sequence[DispatchRecord], first: int,
-                        count: int) -> int:
-        """Write the entries of `records[first:first + count]` (tags code 0) from
-        `written_position` on, while their queue offsets follow one another; returns how many
-        were written.  The caller checked the first is the queue's next entry and that all
-        `count` fit below `allocated_position` (nothing is reserved here)."""
+    def append_streak(self, records: Sequence[DispatchRecord], first: int, count: int,
+                      tags_codes: Sequence[int] | None) -> int:
+        """Write the entries of `records[first:first + count]` from `written_position` on,
+        while their queue offsets follow one another; `tags_codes[i]` is the tags code of
+        `records[first + i]` (None: all 0).  Returns how many were written.  The caller
+        checked the first is the queue's next entry and that all `count` fit below
+        `allocated_position` (nothing is reserved here)."""
         position = self.written_position
         assert position + count * ENTRY_SIZE_BYTES <= min(self.allocated_position,
                                                           self.size_bytes)
+        assert tags_codes is None or len(tags_codes) >= count
         written = 0
         if count > 0:
             pack, mapping = ENTRY.pack_into, self.mapping
@@ -113,7 +115,8 @@ class ConsumeQueueFile(MappedFile):
                 whole = records[index]
                 if whole.queue_offset != queue_offset + written:
                     break  # a hole: storage/dispatch/dispatcher.py puts it on its own
-                pack(mapping, position, whole.physical_offset, whole.total_size, 0)
+                pack(mapping, position, whole.physical_offset, whole.total_size,
+                     tags_codes[written] if tags_codes is not None else 0)
                 position += ENTRY_SIZE_BYTES
                 written += 1
         self.written_position = position

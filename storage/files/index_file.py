@@ -12,36 +12,31 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import IndexFileCreateError, IndexFileFormatError
 from ..format.java_hash import java_string_hash
+from .index_put import (
+    HASH_SLOT,
+    INDEX_ENTRY,
+    INDEX_HEADER,
+    INT32_MIN,
+    INVALID_INDEX,
+    IndexedMessage,
+    put_index_keys,
+)
 from .io import fsync_directory, map_existing
 
 # The field tables are in the `IndexFile` docstring.
-INDEX_HEADER = struct.Struct(">qqqqii")
-HASH_SLOT = struct.Struct(">i")
-INDEX_ENTRY = struct.Struct(">iqii")
 assert INDEX_HEADER.size == 40
 assert HASH_SLOT.size == 4
 assert INDEX_ENTRY.size == 20
 _ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("physical_offset", ">i8"),
                          ("time_diff_seconds", ">i4"), ("previous_index", ">i4")])
 assert _ENTRY_DTYPE.itemsize == INDEX_ENTRY.size
-
-INVALID_INDEX = 0
-"""Entry number 0 is never written: a slot or a `previous_index` of 0 ends a chain."""
-INT32_MAX = (1 << 31) - 1
-INT32_MIN = -(1 << 31)
-_HEADER_SIZE_BYTES, _SLOT_SIZE_BYTES, _ENTRY_SIZE_BYTES = (INDEX_HEADER.size, HASH_SLOT.size,
-                                                           INDEX_ENTRY.size)
-_pack_header, _unpack_slot = INDEX_HEADER.pack_into, HASH_SLOT.unpack_from
-_pack_slot, _pack_entry = HASH_SLOT.pack_into, INDEX_ENTRY.pack_into
-"""A file being prepared; renamed to its 17-digit name once it has its size and header."""
 
 
 def index_file_size_bytes(*, hash_slot_count: int, index_count_max: int) -> int:
@@ -262,41 +257,25 @@ class IndexFile:
 
     # -- writing -----------------------------------------------------------------------------
     def put_key(self, key: str, *, physical_offset: int, store_timestamp_ms: int) -> bool:
-        """Append an entry for `key` (RocketMQ `putKey`, step for step); False when full."""
+        """Append an entry for `key` (RocketMQ `putKey`); False when full."""
+        return self.put_messages([(physical_offset, store_timestamp_ms, [key])], 0, 0) == (1, 0)
+
+    def put_messages(self, messages: Sequence[IndexedMessage], first: int,
+                     key_first: int) -> tuple[int, int]:
+        """Append the keys of `messages[first:]` (of the first, from its key `key_first`)
+        while the file has room (`put_index_keys`, storage/files/index_put.py); returns where
+        it stopped, (message, key): (len(messages), 0) when all were stored."""
         assert not self._closed
-        assert physical_offset >= 0
-        index = self._index_count
-        if index >= self.index_count_max:  # `is_full`
-            return False
-        # `_slot_position`, `_entry_position` and `_write_header` inline: this runs once per
-        # key of every message dispatched.  The time difference is 0 while there is no begin
-        # time or the clock went back, else whole seconds since begin, clamped to an int32.
-        mapping = self._mapping
-        key_hash = java_string_hash(key)
-        key_hash = 0 if key_hash == INT32_MIN else abs(key_hash)  # `index_key_hash`
-        slot_position = _HEADER_SIZE_BYTES + key_hash % self.hash_slot_count * _SLOT_SIZE_BYTES
-        previous_index = _unpack_slot(mapping, slot_position)[0]
-        if previous_index <= INVALID_INDEX or previous_index > index:
-            previous_index = INVALID_INDEX
-            self._hash_slot_used_count += 1
-        begin_timestamp_ms = self._begin_timestamp_ms
-        elapsed_ms = store_timestamp_ms - begin_timestamp_ms
-        time_diff_seconds = 0 if begin_timestamp_ms <= 0 or elapsed_ms < 0 else \
-            min(elapsed_ms // 1000, INT32_MAX)
-        _pack_entry(mapping, self._entries_position + index * _ENTRY_SIZE_BYTES, key_hash,
-                    physical_offset, time_diff_seconds, previous_index)
-        _pack_slot(mapping, slot_position, index)
-        if index <= 1:
-            self._begin_physical_offset = physical_offset
-            self._begin_timestamp_ms = store_timestamp_ms
-        self._index_count = index + 1
-        self._end_physical_offset = physical_offset
-        self._end_timestamp_ms = store_timestamp_ms
-        _pack_header(mapping, 0, self._begin_timestamp_ms, store_timestamp_ms,
-                     self._begin_physical_offset, physical_offset, self._hash_slot_used_count,
-                     index + 1)
-        self._dirty = True
-        return True
+        header = [self._begin_timestamp_ms, self._end_timestamp_ms,
+                  self._begin_physical_offset, self._end_physical_offset,
+                  self._hash_slot_used_count, self._index_count]
+        reached = put_index_keys(self._mapping, self._entries_position, self.hash_slot_count,
+                                 self.index_count_max, header, messages, first, key_first)
+        if header[5] != self._index_count:
+            (self._begin_timestamp_ms, self._end_timestamp_ms, self._begin_physical_offset,
+             self._end_physical_offset, self._hash_slot_used_count, self._index_count) = header
+            self._dirty = True
+        return reached
 
     def lower_end(self, physical_offset: int) -> None:
         """The commit log was cut at `physical_offset` below this file's end (a machine

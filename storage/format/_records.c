@@ -9,6 +9,7 @@
  *   write_record       storage/format/encoder.py     write_record_reference
  *   pack_batch         storage/format/encoder.py     pack_batch_reference
  *   scan_records       storage/format/dispatch_scan.py  scan_records_reference
+ *   put_index_keys     storage/files/index_put.py    put_index_keys_reference
  *
  * storage/format/compiled.py binds each C function to its reference once, at import:
  * `bind` and `bind_check_record` remember the reference (and, for check_record, the record
@@ -34,7 +35,7 @@
 
 /* Bumped whenever the Python side's expectations of this module change; compiled.py
  * refuses a build of another version (a stale .so). */
-#define ABI_VERSION 3
+#define ABI_VERSION 4
 
 /* The RecordHead items, in order, by how each is stored: i = int32, q = int64,
  * h = host (address of 4 or 16 bytes, then an int32 port).  BODYLEN is the last. */
@@ -99,34 +100,33 @@ surrogate_error(PyObject *text)
     return NULL;
 }
 
-static PyObject *
-java_string_hash(PyObject *module, PyObject *text)
+/* `text.hashCode()` into *value: 0, or 1 for a str holding a surrogate code point (which
+ * the reference's utf-16-be encode refuses; no exception is set), or -1 with one set. */
+static int
+java_hash_of(PyObject *text, uint32_t *value)
 {
-    if (!PyUnicode_CheckExact(text)) {
-        return call_reference(java_string_hash_reference, text);
-    }
 #if PY_VERSION_HEX < 0x030C0000
     if (PyUnicode_READY(text) < 0) {
-        return NULL;
+        return -1;
     }
 #endif
     Py_ssize_t length = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    uint32_t value = 0;
+    uint32_t hash = 0;
     if (kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *chars = data;
         for (Py_ssize_t i = 0; i < length; i++) {
-            value = 31u * value + chars[i];
+            hash = 31u * hash + chars[i];
         }
     }
     else if (kind == PyUnicode_2BYTE_KIND) {
         const Py_UCS2 *chars = data;
         for (Py_ssize_t i = 0; i < length; i++) {
             if (chars[i] >= 0xD800 && chars[i] <= 0xDFFF) {
-                return surrogate_error(text);
+                return 1;
             }
-            value = 31u * value + chars[i];
+            hash = 31u * hash + chars[i];
         }
     }
     else {
@@ -134,16 +134,31 @@ java_string_hash(PyObject *module, PyObject *text)
         for (Py_ssize_t i = 0; i < length; i++) {
             Py_UCS4 c = chars[i];
             if (c >= 0xD800 && c <= 0xDFFF) {
-                return surrogate_error(text);
+                return 1;
             }
             if (c > 0xFFFF) {  /* a surrogate pair: two UTF-16 code units */
-                value = 31u * value + (0xD800u + ((c - 0x10000u) >> 10));
-                value = 31u * value + (0xDC00u + ((c - 0x10000u) & 0x3FFu));
+                hash = 31u * hash + (0xD800u + ((c - 0x10000u) >> 10));
+                hash = 31u * hash + (0xDC00u + ((c - 0x10000u) & 0x3FFu));
             }
             else {
-                value = 31u * value + c;
+                hash = 31u * hash + c;
             }
         }
+    }
+    *value = hash;
+    return 0;
+}
+
+static PyObject *
+java_string_hash(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text)) {
+        return call_reference(java_string_hash_reference, text);
+    }
+    uint32_t value;
+    int outcome = java_hash_of(text, &value);
+    if (outcome != 0) {
+        return outcome > 0 ? surrogate_error(text) : NULL;
     }
     return PyLong_FromLong((long)(int32_t)value);
 }
@@ -1967,6 +1982,198 @@ bind_scan_records(PyObject *module, PyObject *args)
     return function;
 }
 
+/* ---------------------------------------------------------------- put_index_keys */
+
+static PyObject *put_index_keys_reference;
+
+#define INDEX_HEADER_BYTES 40
+#define INDEX_SLOT_BYTES 4
+#define INDEX_ENTRY_BYTES 20
+#define INDEX_HEADER_FIELDS 6
+/* Times and offsets past ±2^62 go to the reference, so no difference here overflows. */
+#define INDEX_VALUE_BOUND ((long long)1 << 62)
+
+/* One key to store: the message's place and time, the key's index hash. */
+typedef struct {
+    int64_t physical_offset;
+    int64_t store_timestamp_ms;
+    int32_t key_hash;
+} IndexKey;
+
+/* The keys of messages[first:] (of the first, from key_first), or -1 if any message is not
+ * an exact (int, int, list) tuple with values in bound: the reference then runs. */
+static Py_ssize_t
+count_index_keys(PyObject *messages, Py_ssize_t first, Py_ssize_t key_first)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t m = first; m < PyList_GET_SIZE(messages); m++) {
+        PyObject *message = PyList_GET_ITEM(messages, m);
+        long long ignored;
+        if (!PyTuple_CheckExact(message) || PyTuple_GET_SIZE(message) != 3
+            || !int_within(PyTuple_GET_ITEM(message, 0), 0, INDEX_VALUE_BOUND, &ignored)
+            || !int_within(PyTuple_GET_ITEM(message, 1), -INDEX_VALUE_BOUND, INDEX_VALUE_BOUND,
+                           &ignored)
+            || !PyList_CheckExact(PyTuple_GET_ITEM(message, 2))) {
+            return -1;
+        }
+        Py_ssize_t names = PyList_GET_SIZE(PyTuple_GET_ITEM(message, 2));
+        count += m == first ? (key_first < names ? names - key_first : 0) : names;
+    }
+    return count;
+}
+
+/* The counted keys, hashed into keys; ends[m - first] = keys read once message m is done.
+ * 0, or -1 if a key is not an exact str without surrogates (the reference then runs). */
+static int
+read_index_keys(PyObject *messages, Py_ssize_t first, Py_ssize_t key_first, IndexKey *keys,
+                Py_ssize_t *ends)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t m = first; m < PyList_GET_SIZE(messages); m++) {
+        PyObject *message = PyList_GET_ITEM(messages, m);
+        int64_t physical_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(message, 0));
+        int64_t store_timestamp_ms = PyLong_AsLongLong(PyTuple_GET_ITEM(message, 1));
+        PyObject *names = PyTuple_GET_ITEM(message, 2);
+        for (Py_ssize_t k = m == first ? key_first : 0; k < PyList_GET_SIZE(names); k++) {
+            PyObject *name = PyList_GET_ITEM(names, k);
+            uint32_t hash;
+            if (!PyUnicode_CheckExact(name) || java_hash_of(name, &hash) != 0) {
+                PyErr_Clear();
+                return -1;
+            }
+            int32_t signed_hash = (int32_t)hash;
+            keys[count].physical_offset = physical_offset;
+            keys[count].store_timestamp_ms = store_timestamp_ms;
+            keys[count].key_hash = signed_hash == INT32_MIN ? 0
+                                   : signed_hash < 0 ? -signed_hash : signed_hash;
+            count++;
+        }
+        ends[m - first] = count;
+    }
+    return 0;
+}
+
+/* Store keys[0:count] while there is room, as the reference does; returns how many. */
+static Py_ssize_t
+store_index_keys(unsigned char *file, long long entries_position, long long slot_count,
+                 long long index_max, long long *header, const IndexKey *keys,
+                 Py_ssize_t count)
+{
+    long long begin_ms = header[0], end_ms = header[1], begin_offset = header[2];
+    long long end_offset = header[3], slots_used = header[4], index = header[5];
+    Py_ssize_t stored = 0;
+    for (; stored < count && index < index_max; stored++) {
+        const IndexKey *key = &keys[stored];
+        unsigned char *slot = file + INDEX_HEADER_BYTES
+                              + (long long)key->key_hash % slot_count * INDEX_SLOT_BYTES;
+        int32_t previous = read_int32(slot);
+        if (previous <= 0 || previous > index) {
+            previous = 0;
+            slots_used++;
+        }
+        long long elapsed_ms = key->store_timestamp_ms - begin_ms;
+        long long diff_seconds = begin_ms <= 0 || elapsed_ms < 0 ? 0 : elapsed_ms / 1000;
+        unsigned char *entry = file + entries_position + index * INDEX_ENTRY_BYTES;
+        write_int32(entry, key->key_hash);
+        write_int64(entry + 4, key->physical_offset);
+        write_int32(entry + 12, (int32_t)(diff_seconds > INT32_MAX ? INT32_MAX : diff_seconds));
+        write_int32(entry + 16, previous);
+        write_int32(slot, (int32_t)index);
+        if (index <= 1) {
+            begin_offset = key->physical_offset;
+            begin_ms = key->store_timestamp_ms;
+        }
+        index++;
+        end_offset = key->physical_offset;
+        end_ms = key->store_timestamp_ms;
+    }
+    if (stored > 0) {
+        long long updated[INDEX_HEADER_FIELDS] = {begin_ms, end_ms, begin_offset, end_offset,
+                                                  slots_used, index};
+        memcpy(header, updated, sizeof(updated));
+        write_int64(file, begin_ms);
+        write_int64(file + 8, end_ms);
+        write_int64(file + 16, begin_offset);
+        write_int64(file + 24, end_offset);
+        write_int32(file + 32, (int32_t)slots_used);
+        write_int32(file + 36, (int32_t)index);
+    }
+    return stored;
+}
+
+/* put_index_keys(mapping, entries_position, hash_slot_count, index_count_max, header,
+ * messages, first, key_first): the reference's loop, on keys read and hashed first. */
+static PyObject *
+put_index_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long entries_position, slot_count, index_max, first, key_first;
+    long long header[INDEX_HEADER_FIELDS];
+    int fits = nargs == 8
+        && (Py_IS_TYPE(args[0], mmap_type) || PyByteArray_CheckExact(args[0]))
+        && int_within(args[1], 0, PY_SSIZE_T_MAX, &entries_position)
+        && int_within(args[2], 1, INT32_MAX, &slot_count)
+        && int_within(args[3], 2, INT32_MAX, &index_max)
+        && PyList_CheckExact(args[4]) && PyList_GET_SIZE(args[4]) == INDEX_HEADER_FIELDS
+        && PyList_CheckExact(args[5])
+        && int_within(args[6], 0, PyList_GET_SIZE(args[5]), &first)
+        && int_within(args[7], 0, PY_SSIZE_T_MAX, &key_first)
+        && entries_position == INDEX_HEADER_BYTES + slot_count * INDEX_SLOT_BYTES;
+    for (int i = 0; fits && i < INDEX_HEADER_FIELDS; i++) {
+        fits = int_within(PyList_GET_ITEM(args[4], i), -INDEX_VALUE_BOUND, INDEX_VALUE_BOUND,
+                          &header[i]);
+    }
+    fits = fits && header[4] >= 0 && header[4] < INT32_MAX - index_max && header[5] >= 0;
+    Py_ssize_t count = fits ? count_index_keys(args[5], first, key_first) : -1;
+    Py_buffer view;
+    if (count >= 0 && PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        count = -1;
+    }
+    if (count >= 0 && view.len < entries_position + index_max * INDEX_ENTRY_BYTES) {
+        PyBuffer_Release(&view);
+        count = -1;
+    }
+    if (count < 0) {
+        return PyObject_Vectorcall(put_index_keys_reference, args, (size_t)nargs, NULL);
+    }
+    Py_ssize_t message_count = PyList_GET_SIZE(args[5]);
+    IndexKey *keys = PyMem_Malloc(sizeof(IndexKey) * (size_t)(count + 1));
+    Py_ssize_t *ends = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(message_count - first + 1));
+    int read = keys != NULL && ends != NULL
+               ? read_index_keys(args[5], first, key_first, keys, ends) : -2;
+    Py_ssize_t stored = read == 0 ? store_index_keys(view.buf, entries_position, slot_count,
+                                                     index_max, header, keys, count) : 0;
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (read == -2) {
+        PyErr_NoMemory();
+    }
+    else if (read < 0) {
+        result = PyObject_Vectorcall(put_index_keys_reference, args, (size_t)nargs, NULL);
+    }
+    else {
+        int failed = 0;
+        for (int i = 0; stored > 0 && i < INDEX_HEADER_FIELDS && !failed; i++) {
+            PyObject *value = PyLong_FromLongLong(header[i]);
+            failed = value == NULL || PyList_SetItem(args[4], i, value) < 0;
+        }
+        /* the first key not stored: in the first message whose keys end past it */
+        Py_ssize_t message = message_count, key = 0;
+        if (stored < count) {
+            message = first;
+            while (ends[message - first] <= stored) {
+                message++;
+            }
+            Py_ssize_t before = message == first ? 0 : ends[message - first - 1];
+            key = stored - before + (message == first ? key_first : 0);
+        }
+        result = failed ? NULL : Py_BuildValue("(nn)", message, key);
+    }
+    PyMem_Free(keys);
+    PyMem_Free(ends);
+    return result;
+}
+
 static PyMethodDef bindable_defs[] = {
     {"java_string_hash", (PyCFunction)java_string_hash, METH_O,
      "java_string_hash(text)\n--\n\n"
@@ -1974,7 +2181,16 @@ static PyMethodDef bindable_defs[] = {
     {"decode_properties", (PyCFunction)decode_properties, METH_O,
      "decode_properties(encoded)\n--\n\n"
      "properties.decode_properties_reference in C (storage/format/_records.c)."},
+    {"put_index_keys", (PyCFunction)(void (*)(void))put_index_keys, METH_FASTCALL,
+     "put_index_keys(mapping, entries_position, hash_slot_count, index_count_max, header, "
+     "messages, first, key_first, /)\n--\n\n"
+     "index_put.put_index_keys_reference in C (storage/format/_records.c)."},
     {NULL, NULL, 0, NULL},
+};
+
+/* Where `bind` remembers each bindable function's reference, in bindable_defs' order. */
+static PyObject **bindable_references[] = {
+    &java_string_hash_reference, &decode_properties_reference, &put_index_keys_reference,
 };
 
 static PyObject *
@@ -1992,8 +2208,7 @@ bind(PyObject *module, PyObject *args)
     if (def->ml_name == NULL) {
         return PyErr_Format(PyExc_ValueError, "no compiled function %s", name);
     }
-    PyObject **remembered = def == bindable_defs ? &java_string_hash_reference
-                                                 : &decode_properties_reference;
+    PyObject **remembered = bindable_references[def - bindable_defs];
     PyObject *module_name = module_name_of(reference);
     if (module_name == NULL) {
         return NULL;
@@ -2010,7 +2225,7 @@ bind(PyObject *module, PyObject *args)
 static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS,
      "bind(name, reference)\n--\n\n"
-     "The C twin of a one-argument reference function, falling back to it for arguments of "
+     "The C twin of a reference function of bindable_defs, falling back to it for arguments of "
      "other types."},
     {"bind_check_record", (PyCFunction)(void (*)(void))bind_check_record,
      METH_VARARGS | METH_KEYWORDS,

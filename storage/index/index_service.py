@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, IndexFileCreateError, IndexFileFormatError, StoreClosedError
-from ..files.index_file import INT32_MAX, IndexFile, index_file_size_bytes
+from ..files.index_file import IndexFile, index_file_size_bytes
+from ..files.index_put import INT32_MAX, IndexedMessage
 from ..files.io import fsync_directory, make_directories
 from ..format.volume import (
     CREATING_DIRECTORY,
@@ -52,6 +53,19 @@ def index_key(*, topic: str, key: str, index_type: str | None = None) -> str:
     if index_type:
         return INDEX_KEY_SEPARATOR.join((topic, index_type, key))
     return topic + INDEX_KEY_SEPARATOR + key
+
+
+def message_index_keys(*, topic: str, keys: Sequence[str], unique_key: str | None,
+                       tags: str | None) -> list[str]:
+    """What RocketMQ `buildIndex` indexes a message under: `topic#UNIQ_KEY`, `topic#k` for
+    each key, and with `tags` (RocketMQ 5 does this) `topic#T#<tags>`.  The caller skips
+    rolled-back transactional messages and splits KEYS on spaces; empty keys, and an empty or
+    absent unique key, are not indexed."""
+    indexed = [topic + INDEX_KEY_SEPARATOR + unique_key] if unique_key else []
+    indexed += [topic + INDEX_KEY_SEPARATOR + key for key in keys if key]
+    if tags:
+        indexed.append(index_key(topic=topic, key=tags, index_type=INDEX_TAG_TYPE))
+    return indexed
 
 
 class IndexService:
@@ -145,48 +159,52 @@ class IndexService:
     # -- writing -----------------------------------------------------------------------------
     def build(self, *, topic: str, keys: Sequence[str], unique_key: str | None,
               tags: str | None, physical_offset: int, store_timestamp_ms: int) -> int | None:
-        """Index one dispatched message (RocketMQ `buildIndex`).
-
-        The caller skips rolled-back transactional messages and splits KEYS on spaces.
-        Empty keys, and an empty or absent unique key, are not indexed; with `tags` (RocketMQ
-        5 does this) the message is also indexed under `topic#T#<tags>`.  A message at or
-        below the newest file's end offset (the newest message indexed) is a re-dispatch and
-        is skipped: a reopened store dispatches its last message again, and must not index it
-        twice (RocketMQ compares with `<` and does, N+1 times after N opens).
-
-        Returns the end time of the file that filled up and was flushed if this call
-        rolled to a new file (the checkpoint's next `index_msg_timestamp_ms`), else None.
-        """
-        assert physical_offset >= 0
-        keys_indexed = [index_key(topic=topic, key=unique_key)] if unique_key else []
-        keys_indexed += [index_key(topic=topic, key=key) for key in keys if key]
-        if tags:
-            keys_indexed.append(index_key(topic=topic, key=tags, index_type=INDEX_TAG_TYPE))
+        """Index one dispatched message (RocketMQ `buildIndex`): `build_run` of its
+        `message_index_keys`."""
+        keys_indexed = message_index_keys(topic=topic, keys=keys, unique_key=unique_key,
+                                          tags=tags)
         if not keys_indexed:
             return None
+        return self.build_run([(physical_offset, store_timestamp_ms, keys_indexed)])
+
+    def build_run(self, messages: Sequence[IndexedMessage]) -> int | None:
+        """Index dispatched messages, in log order, under one lock: each is (physical
+        offset, store time, its keys as `message_index_keys` gives them).
+
+        A message at or below the newest file's end offset (the newest message indexed) is
+        a re-dispatch and is skipped: a reopened store dispatches its last message again,
+        and must not index it twice (RocketMQ compares with `<` and does, N+1 times after N
+        opens).
+
+        Returns the end time of the newest file that filled up and was flushed if this call
+        rolled to a new file (the checkpoint's next `index_msg_timestamp_ms`), else None.
+        """
+        flushed_end_timestamp_ms: int | None = None
         with self._lock:
             self._check_usable()
-            flushed_end_timestamp_ms: int | None = None
             current = self._files[-1] if self._files else self._create_file(previous=None)
-            if current.is_full:
-                current, flushed_end_timestamp_ms = self._roll(current)
-            end = current.end_physical_offset
-            if physical_offset < end:
-                return flushed_end_timestamp_ms
-            if physical_offset == end:
-                # The newest message indexed, dispatched again: add only the keys a file
-                # does not hold yet (a roll may have split its keys over the last two).
-                keys_indexed = [key for key in keys_indexed if not any(
-                    index_file.holds(key, physical_offset) for index_file in self._files[-2:])]
-            for key in keys_indexed:
-                if current.put_key(key, physical_offset=physical_offset,
-                                   store_timestamp_ms=store_timestamp_ms):
+            message, key_first, count = 0, 0, len(messages)
+            while message < count:
+                if current.is_full:
+                    current, flushed_end_timestamp_ms = self._roll(current)
                     continue
-                current, flushed_end_timestamp_ms = self._roll(current)
-                stored = current.put_key(key, physical_offset=physical_offset,
-                                         store_timestamp_ms=store_timestamp_ms)
-                assert stored, "a new index file takes at least one entry"
-            return flushed_end_timestamp_ms
+                physical_offset, store_timestamp_ms, keys = messages[message]
+                assert physical_offset >= 0
+                if key_first == 0 and physical_offset <= current.end_physical_offset:
+                    if physical_offset == current.end_physical_offset:
+                        # The newest message indexed, dispatched again: only the keys no
+                        # file holds yet (a roll may have split its keys over the last two).
+                        kept = [key for key in keys if not any(
+                            index_file.holds(key, physical_offset)
+                            for index_file in self._files[-2:])]
+                        messages = [*messages[:message], (physical_offset, store_timestamp_ms,
+                                                          kept), *messages[message + 1:]]
+                        message, key_first = current.put_messages(messages, message, 0)
+                    else:
+                        message += 1
+                    continue
+                message, key_first = current.put_messages(messages, message, key_first)
+        return flushed_end_timestamp_ms
 
     def cut_back(self, end_position: int) -> int:
         """The commit log now ends at `end_position`, below entries this index holds (a

@@ -174,11 +174,13 @@ class ConsumeQueue:
             self.max_physical_end = physical_offset + size_bytes
         return True
 
-    def put_untagged(self, records: Sequence[DispatchRecord], first: int, end: int) -> int:
-        """The entries of `records[first:end]` (records of this queue without tags, in log
-        order) written in one go, as many as follow the queue's end in the room its last file
-        has reserved; returns how many (0 when the first is a duplicate, is not the queue's
-        next offset, or needs a new file or a reservation: the caller `put`s those)."""
+    def put_streak(self, records: Sequence[DispatchRecord], first: int, end: int,
+                   tags_codes: Sequence[int] | None) -> int:
+        """The entries of `records[first:end]` (records of this queue, in log order; their
+        tags codes in `tags_codes`, None for all 0) written in one go, as many as follow the
+        queue's end in the room its last file has reserved; returns how many (0 when the
+        first is a duplicate, is not the queue's next offset, or needs a new file or a
+        reservation: the caller `put`s those)."""
         head = records[first]
         if head.physical_offset + head.total_size <= self.max_physical_end:
             return 0
@@ -190,7 +192,7 @@ class ConsumeQueue:
             room = (min(last.allocated_position, last.size_bytes) - position) // ENTRY_SIZE_BYTES
             if room <= 0 or last.start_position + position != head.queue_offset * ENTRY_SIZE_BYTES:
                 return 0
-            written = last.append_untagged(records, first, min(end - first, room))
+            written = last.append_streak(records, first, min(end - first, room), tags_codes)
             if written:
                 whole = records[first + written - 1]
                 self.max_physical_end = whole.physical_offset + whole.total_size

@@ -32,7 +32,7 @@ from pathlib import Path
 from ..errors import StoreFormatError
 from ..files.checkpoint import CheckpointState, read_checkpoint
 from ..files.consume_queue_file import DAMAGED_TAGS_CODE, ENTRY_SIZE_BYTES, is_filler
-from ..files.index_file import INDEX_HEADER
+from ..files.index_put import INDEX_HEADER
 from ..files.mapped_file import last_nonzero_end
 from ..format import record
 from ..format.record_scan import find_record

@@ -1,11 +1,13 @@
-"""Dispatch's streaks (storage/dispatch/dispatcher.py, `_dispatch_run`): one queue's plain
-records put in one call (`ConsumeQueue.put_untagged`) against every record put on its own,
-as dispatch did before -- byte-identical consume queue and index files, the same notices,
-damage, holes, stalls and counters.
+"""Dispatch's runs (storage/dispatch/dispatcher.py, `_dispatch_run`): each queue's records
+of a run put in one call (`ConsumeQueue.put_streak`) and the run's index keys in one more,
+against every record put on its own, in log order, as dispatch did before -- byte-identical
+consume queue and index files, the same notices, damage, holes, stalls and counters.
 
-The log mixes batches of one queue (long streaks) with single messages of every kind
-dispatch treats apart (tags, keys, delays, transaction records); queue files are small and
-reserve one page at a time, so streaks meet file rolls and reservations.  Each log is
+The log mixes batches of one queue (long streaks; some with tags, keys and unique keys, as
+RocketMQ's clients send) with single messages of every kind dispatch treats apart (tags,
+keys, delays, transaction records) spread over the queues; queue files are small and reserve
+one page at a time, so streaks meet file rolls and reservations, and index files hold 199
+keys, so runs meet index rolls.  Each log is
 dispatched in passes of random sizes, then again from a random earlier position over the
 reopened queues (duplicates), in both ways; one queue's reservation fails (a stall).
 """
@@ -51,6 +53,23 @@ def _single(rng: random.Random, number: int) -> Message:
     return Message(topic, queue_id, bytes(rng.randrange(40)))
 
 
+def _batched(rng: random.Random, topic: str, queue_id: int, number: int,
+             entry: int) -> Message:
+    if number % 2:
+        return Message(topic, queue_id, bytes(rng.randrange(30)))
+    return Message(topic, queue_id, b"r", tags=rng.choice(["TagA", "TagB", None]),
+                   keys=rng.choice([[], [f"order{number}", f"user{entry}"]]),
+                   properties={"UNIQ_KEY": f"{number:08X}{entry:04X}"})
+
+
+def _one_at_a_time(self: Dispatcher, run: list[DispatchRecord],
+                   notices: dict[tuple[str, int], int]) -> None:
+    """Dispatch as it was before runs: each record on its own, in log order."""
+    for whole in run:
+        self._dispatch_fields(whole, notices)
+        self.dispatched_position += whole.total_size
+
+
 def _write_log(directory: Path, rng: random.Random, *,
                damaged: bool) -> tuple[int, list[int]]:
     """The log's end and the positions of its records (some `damaged`)."""
@@ -60,8 +79,8 @@ def _write_log(directory: Path, rng: random.Random, *,
         for number in range(rng.randrange(150, 250)):
             if rng.random() < 0.4:
                 topic, queue_id = rng.choice([("TopicA", 0), FAILING_QUEUE, ("TopicB", 0)])
-                results = store.put_batch([Message(topic, queue_id, bytes(rng.randrange(30)))
-                                           for _ in range(rng.randrange(1, 40))])
+                results = store.put_batch([_batched(rng, topic, queue_id, number, entry)
+                                           for entry in range(rng.randrange(1, 40))])
             else:
                 results = [store.put(_single(rng, number))]
             for result in results:
@@ -101,19 +120,18 @@ def test_streaks_dispatch_byte_for_byte_as_one_record_at_a_time(
     passes = [rng.choice([1, 3, 40, 10_000]) for _ in range(4)]
     again = rng.choice(positions)
     streak_writes: list[int] = []
-    put_untagged = ConsumeQueue.put_untagged
+    put_streak = ConsumeQueue.put_streak
 
-    def counted(self: ConsumeQueue, records: list[DispatchRecord], first: int,
-                end: int) -> int:
-        streak_writes.append(put_untagged(self, records, first, end))
+    def counted(self: ConsumeQueue, records: list[DispatchRecord], first: int, end: int,
+                tags_codes: list[int] | None) -> int:
+        streak_writes.append(put_streak(self, records, first, end, tags_codes))
         return streak_writes[-1]
 
-    monkeypatch.setattr(ConsumeQueue, "put_untagged", counted)
+    monkeypatch.setattr(ConsumeQueue, "put_streak", counted)
     outcomes = []
     for name in ("streaks", "one at a time"):
         if name != "streaks":
-            monkeypatch.setattr(Dispatcher, "_streak_end",
-                                lambda self, run, first, count: first)
+            monkeypatch.setattr(Dispatcher, "_dispatch_run", _one_at_a_time)
         with monkeypatch.context() as failing:
             if seed % 4 == 3:
                 _failing_reservation(failing)

@@ -12,12 +12,8 @@ from pathlib import Path
 import pytest
 
 from mqstore.storage.errors import IndexFileCreateError, IndexFileFormatError, StoreFormatError
-from mqstore.storage.files.index_file import (
-    INT32_MAX,
-    IndexFile,
-    index_file_size_bytes,
-    index_key_hash,
-)
+from mqstore.storage.files.index_file import IndexFile, index_file_size_bytes, index_key_hash
+from mqstore.storage.files.index_put import INT32_MAX
 from mqstore.storage.format.java_hash import java_string_hash
 from mqstore.storage.format.volume import (
     index_file_name,

@@ -104,17 +104,19 @@ def _records(offsets: list[int]) -> list[DispatchRecord]:
             for offset in offsets]
 
 
-def test_put_untagged_takes_what_follows_the_end_in_reserved_room(tmp_path: Path) -> None:
+def test_put_streak_takes_what_follows_the_end_in_reserved_room(tmp_path: Path) -> None:
     queue = _queue(tmp_path)
-    assert queue.put_untagged(_records([0, 1]), 0, 2) == 0  # no file yet: `put` makes it
+    assert queue.put_streak(_records([0, 1]), 0, 2, None) == 0  # no file yet: `put` makes it
     _fill(queue, 3)
     records = _records([1, 2, 3, 4, 5, 7, 8])
-    assert queue.put_untagged(records, 0, 3) == 0  # a duplicate
-    assert queue.put_untagged(records, 2, 7) == 3  # 3, 4, 5; 7 would leave a hole
-    assert queue.put_untagged(records, 5, 7) == 0
-    assert queue.put_untagged(_records(list(range(6, 20))), 0, 14) == 4  # the file is full
+    assert queue.put_streak(records, 0, 3, None) == 0  # a duplicate
+    # 3, 4, 5; 7 would leave a hole
+    assert queue.put_streak(records, 2, 7, [11, 12, -5, 6, 7]) == 3
+    assert queue.put_streak(records, 5, 7, None) == 0
+    codes = list(range(14))
+    assert queue.put_streak(_records(list(range(6, 20))), 0, 14, codes) == 4  # the file is full
     assert (queue.max_offset, queue.max_physical_end) == (10, 1000 + 100 * 10)
     raw = (tmp_path / f"{0:020d}").read_bytes()
-    assert [ENTRY.unpack_from(raw, 20 * n) for n in (2, 3, 9)] == [
-        (1200, 100, 2), (1300, 100, 0), (1900, 100, 0)]
+    assert [ENTRY.unpack_from(raw, 20 * n) for n in (2, 3, 5, 9)] == [
+        (1200, 100, 2), (1300, 100, 11), (1500, 100, -5), (1900, 100, 3)]
     queue.close()
