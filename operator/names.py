@@ -65,12 +65,19 @@ def notifier_name(broker_name: str) -> str:
     return f"{broker_name}-notifier"
 
 
+def pod_host_name(pod_name: str, *, broker_name: str, namespace: str) -> str:
+    """A pod's stable DNS name through the headless Service, `<pod>.<broker>-headless.
+    <namespace>.svc`, which every pod of the cluster resolves whatever the cluster domain
+    (the pods' resolver search list ends in `svc.<domain>`)."""
+    return f"{pod_name}.{headless_service_name(broker_name)}.{namespace}.svc"
+
+
 def master_address(broker_name: str, namespace: str) -> str:
     """Pod 0's replication endpoint through the headless Service.  Its first DNS label is
     pod 0's host name, which is how each writer tells whether it is the master
     (`replication.role_by_hostname`)."""
-    return (f"{broker_name}-0.{headless_service_name(broker_name)}.{namespace}.svc:"
-            f"{REPLICATION_PORT}")
+    host = pod_host_name(f"{broker_name}-0", broker_name=broker_name, namespace=namespace)
+    return f"{host}:{REPLICATION_PORT}"
 
 
 def claim_name(broker_name: str, ordinal: int) -> str:

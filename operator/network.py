@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import names
+from .addresses import extra_notifier_env
 from .pod import pod_security, pod_volumes, probe_scheme, service_container
 from .spec import BrokerSpec
 
@@ -18,12 +19,17 @@ def _ports(*services: tuple[str, int]) -> list[dict[str, Any]]:
 
 
 ALL_PORTS = (("writer", names.WRITER_PORT), ("indexer", names.INDEXER_PORT),
-             ("notifier", names.NOTIFIER_PORT))
+             ("notifier", names.NOTIFIER_PORT), ("remoting", names.REMOTING_PORT))
+"""The client Service's and the headless Service's ports: HTTP of the three services and
+the notifier's RocketMQ remoting front (a RocketMQ client's name server address is
+`<broker>.<namespace>.svc:9876`; routes then name each pod through the headless Service,
+operator/addresses.py)."""
 
 
 def build_headless_service(broker: Mapping[str, Any]) -> dict[str, Any]:
     """Stable DNS for every pod (`<broker>-0.<broker>-headless`), ready or not, which is what
-    followers (on the replication port) and the StatefulSet need."""
+    followers (on the replication port), the StatefulSet and RocketMQ's clients (on the
+    remoting port, the address each pod advertises) need."""
     name = broker["metadata"]["name"]
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": names.child_metadata(broker, names.headless_service_name(name)),
@@ -33,7 +39,8 @@ def build_headless_service(broker: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_client_service(broker: Mapping[str, Any]) -> dict[str, Any]:
-    """What producers and consumers use: the master's (pod 0's) writer and notifier."""
+    """What producers and consumers use: the master's (pod 0's) writer and notifier, and
+    its remoting front as RocketMQ clients' name server."""
     name = broker["metadata"]["name"]
     selector = {**names.selector_labels(name), MASTER_POD_LABEL: f"{name}-0"}
     return {"apiVersion": "v1", "kind": "Service",
@@ -69,7 +76,9 @@ def build_notifier_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *, im
     # headless Service (the config file's 127.0.0.1 is overridden).
     indexer_url = (f"{probe_scheme(spec).lower()}://{name}-0."
                    f"{names.headless_service_name(name)}:{names.INDEXER_PORT}")
-    container["env"] = [{"name": "MQSTORE_NOTIFIER__INDEXER_URL", "value": indexer_url}]
+    container["env"] = [{"name": "MQSTORE_NOTIFIER__INDEXER_URL", "value": indexer_url},
+                        *extra_notifier_env(broker_name=name,
+                                            namespace=broker["metadata"]["namespace"])]
     volumes = [*pod_volumes(name, spec),
                {"name": names.DATA_VOLUME,
                 "persistentVolumeClaim": {"claimName": names.claim_name(name, 0)}}]
@@ -92,6 +101,8 @@ def build_notifier_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *, im
 
 
 def build_notifier_service(broker: Mapping[str, Any]) -> dict[str, Any]:
+    """The extra notifiers' HTTP port.  Not their remoting port: their routes name pod 0
+    (operator/addresses.py), so the client Service is the one name server address."""
     name = broker["metadata"]["name"]
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": names.child_metadata(broker, names.notifier_name(name),

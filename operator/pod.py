@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import names
+from .addresses import broker_pod_env
 from .pod_secrets import projected_sources, secrets_in_use
 from .spec import BrokerSpec, ServiceSpec
 
@@ -20,6 +21,12 @@ TMP_SIZE_LIMIT = "64Mi"
 
 _SERVICES = (("writer", names.WRITER_PORT), ("indexer", names.INDEXER_PORT),
              ("notifier", names.NOTIFIER_PORT))
+
+EXTRA_PORTS = {"writer": (("replication", names.REPLICATION_PORT),),
+               "notifier": (("remoting", names.REMOTING_PORT),)}
+"""Each service's ports besides its HTTP one: the writer's replication listener, and the
+notifier's RocketMQ remoting front (services/notifier/remoting), named so Services target
+them by name."""
 
 
 def container_security() -> dict[str, Any]:
@@ -61,9 +68,8 @@ def service_container(*, service: str, port: int, image: str, pull_policy: str,
         "image": image,
         "imagePullPolicy": pull_policy,
         "command": _command(service),
-        "ports": [{"name": service, "containerPort": port, "protocol": "TCP"},
-                  *([{"name": "replication", "containerPort": names.REPLICATION_PORT,
-                      "protocol": "TCP"}] if service == "writer" else [])],
+        "ports": [{"name": name, "containerPort": number, "protocol": "TCP"}
+                  for name, number in ((service, port), *EXTRA_PORTS.get(service, ()))],
         "readinessProbe": {"httpGet": _probe("/readyz", service, scheme),
                            "periodSeconds": 5, "failureThreshold": 2},
         "livenessProbe": {"httpGet": _probe("/healthz", service, scheme),
@@ -95,12 +101,17 @@ def pod_volumes(broker_name: str, spec: BrokerSpec) -> list[dict[str, Any]]:
             {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": TMP_SIZE_LIMIT}}]
 
 
-def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, image: str) -> dict[str, Any]:
+def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, namespace: str,
+                    image: str) -> dict[str, Any]:
+    """Every service container gets the pod's addresses (operator/addresses.py): the
+    writer stamps STOREHOST, the notifier answers routes and msg ids with them."""
     settings = {"writer": spec.writer, "indexer": spec.indexer, "notifier": spec.notifier}
     containers = [service_container(service=service, port=port, image=image,
                                     pull_policy=spec.image_pull_policy,
                                     settings=settings[service], scheme=probe_scheme(spec))
                   for service, port in _SERVICES]
+    for container in containers:
+        container["env"] = broker_pod_env(broker_name=broker_name, namespace=namespace)
     pod: dict[str, Any] = {
         "securityContext": pod_security(),
         "terminationGracePeriodSeconds": SHUTDOWN_GRACE_S,

@@ -51,7 +51,8 @@ def build_statefulset(broker: Mapping[str, Any], spec: BrokerSpec, *, image: str
             "template": {
                 "metadata": {"labels": pod_labels,
                              "annotations": {names.CONFIG_HASH_ANNOTATION: config_hash}},
-                "spec": broker_pod_spec(name, spec, image=image),
+                "spec": broker_pod_spec(name, spec, image=image,
+                                        namespace=broker["metadata"]["namespace"]),
             },
             "volumeClaimTemplates": [claim_template(name, spec)],
         },

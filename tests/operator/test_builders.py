@@ -142,7 +142,7 @@ def test_services_and_budget_select_the_broker_pods() -> None:
     client = build_client_service(body)
     assert client["spec"]["selector"] == {
         **selector, "statefulset.kubernetes.io/pod-name": "demo-0"}
-    assert {p["port"] for p in client["spec"]["ports"]} == {8081, 8082, 8083}
+    assert {p["port"] for p in client["spec"]["ports"]} == {8081, 8082, 8083, 9876}
     budget = build_disruption_budget(body)
     assert budget["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
 
@@ -156,8 +156,8 @@ def test_extra_notifiers_share_the_masters_claim_and_reach_its_indexer() -> None
     assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-demo-0"}} in \
         pod["volumes"]
     (container,) = pod["containers"]
-    assert container["env"] == [{"name": "MQSTORE_NOTIFIER__INDEXER_URL",
-                                 "value": "http://demo-0.demo-headless:8082"}]
+    assert container["env"][0] == {"name": "MQSTORE_NOTIFIER__INDEXER_URL",
+                                   "value": "http://demo-0.demo-headless:8082"}
     manifests, _ = children(body, _spec(body), None, image=IMAGE, replicas=1)
     assert [m["kind"] for m in manifests] == ["ConfigMap", "Service", "Service",
                                               "PodDisruptionBudget", "NetworkPolicy",

@@ -8,9 +8,17 @@
       frame_size_bytes_max: 16777216
       held_pulls_max: 1000
 
-The front runs inside the pull-notifier process.  The address clients are given in routes
-is `store.store_host`: the STOREHOST of every record and of every offset msg id, which
-`mqadmin queryMsgById` connects to, so it must be this front's reachable address.
+The front runs inside the pull-notifier process.  Two addresses name it to clients:
+
+    remoting.advertised_address  host:port, a DNS name allowed: the broker address of
+                                 routes (brokerAddrs) and cluster info (mqadmin clusterList)
+    store.store_host             ip:port (records store it as binary IPv4/IPv6 and a port):
+                                 STOREHOST of every record, offset msg ids (mqadmin
+                                 queryMsgById), a check-back's record, a reply's storeHost
+
+An empty `advertised_address` (the default, as under `mqstore up`) means `store.store_host`.
+On Kubernetes each pod sets both from the downward API (operator/addresses.py): its stable
+DNS name through the headless Service, and its pod IP.
 """
 
 from __future__ import annotations
@@ -35,7 +43,13 @@ class RemotingSettings:
 
     port: int = 9876
     """RocketMQ's name-server port: `setNamesrvAddr("host:9876")` works unchanged, and the
-    route sends broker traffic to `store.store_host` (the same port under `mqstore up`)."""
+    route sends broker traffic to `advertised_address` (the same port under `mqstore up`)."""
+
+    advertised_address: str = ""
+    """The broker address routes and cluster info give clients ("host:port"; a DNS name is
+    allowed, unlike `store.store_host`, which records store as binary).  Empty:
+    `store.store_host`.  It must reach this front: RocketMQ's clients connect to it for
+    every send, pull and heartbeat after asking for a route."""
 
     cluster_name: str = "DefaultCluster"
     """The cluster routes and `clusterList` name (RocketMQ's default)."""
@@ -251,9 +265,13 @@ class RemotingSettings:
         if self.frame_size_bytes_max < 64 * 1024:
             raise ConfigError(f"frame_size_bytes_max={self.frame_size_bytes_max} must be at "
                               f"least 65536 (a heartbeat of many subscriptions)")
-        host, _, port = self.writer_address.rpartition(":")
-        if not host or not port.isdigit():
-            raise ConfigError(f"writer_address={self.writer_address!r} must be host:port")
+        for name in ("writer_address", "advertised_address"):
+            address = getattr(self, name)
+            if name == "advertised_address" and address == "":
+                continue
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+                raise ConfigError(f"{name}={address!r} must be host:port")
         for name in ("cluster_name", "broker_name"):
             if not getattr(self, name):
                 raise ConfigError(f"{name} must not be empty")

@@ -74,7 +74,13 @@ class Front:
 
     @property
     def broker_address(self) -> str:
-        """What routes name: the STOREHOST of every record (offset msg ids embed it)."""
+        """What routes and cluster info name as this broker: `remoting.advertised_address`,
+        or `store.store_host` when that is empty (services/common/settings/remoting.py)."""
+        return self.settings.advertised_address or self.store_config.store_host
+
+    @property
+    def store_host(self) -> str:
+        """The STOREHOST of every record, "ip:port" (offset msg ids embed it)."""
         return self.store_config.store_host
 
     @functools.cached_property

@@ -68,7 +68,7 @@ async def send_reply(front: Front, request: Command, peer: Peer) -> Command:
                   V2_ALIASES.get(name, ""), ""))) != ""}
     fields.update({"topic": forward.topic, "queueId": str(forward.queue_id),
                    "properties": encoded.decode("utf-8"), "bornHost": peer.address,
-                   "storeHost": front.broker_address, "storeTimestamp": str(now_ms)})
+                   "storeHost": front.store_host, "storeTimestamp": str(now_ms)})
     push = Command(PUSH_REPLY_MESSAGE_TO_CLIENT, next(front.opaques), ext_fields=fields,
                    body=forward.body)
     try:

@@ -1,7 +1,8 @@
 """Name-server requests: routes that point clients at this broker, the cluster, topic lists.
 
 One broker, one cluster: every route names the one broker (`broker_name`) at
-`store.store_host` as its master (brokerId 0, which producers require), with the topic's
+`Front.broker_address` (`remoting.advertised_address`, else `store.store_host`) as its
+master (brokerId 0, which producers require), with the topic's
 queue counts and permissions.  Bodies are compact JSON with the `brokerAddrs` keys quoted
 (RocketMQ's name server writes them so for clients of version 4.9.4 and later; older and Go
 clients parse both).

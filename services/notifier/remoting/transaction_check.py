@@ -277,7 +277,7 @@ class TransactionCheck:
                   "offsetMsgId": offset_msg_id(front.store_host_packed, position),
                   "topic": TRANSACTION_HALF_TOPIC, "bname": front.settings.broker_name}
         command = Command(CHECK_TRANSACTION_STATE, next(front.opaques), FLAG_ONEWAY, fields,
-                          check_body(half, properties, store_host=front.broker_address,
+                          check_body(half, properties, store_host=front.store_host,
                                      queue_offset=queue_offset, position=position,
                                      stored_ms=stored_ms))
         first = next(self._turn)
