@@ -17,13 +17,15 @@ Cases, 1 KiB bodies, each on a fresh topic:
 | consume | lite pull, every queue of batch-256's topic from offset 0 to the end |
 | latency-1000 | async sends at 1,000 msg/s, a push consumer in the same JVM: send to receive |
 
-Each row has msg/s, the p50/p99 of the send (or send-to-receive) latency, and the servers' CPU
-time per message: user + system time of the given pids, all added up, from /proc/<pid>/stat
-read when the client prints `{"phase":"start"}` and `{"phase":"end"}` around its measured
-part; and the client JVM's CPU time per message over the same span (on a 2-core machine a
-client near one core per second is what bounds msg/s, whatever the server).  The table is
-printed in Markdown with the date and the load average, and the rows go to bench/results/ as
-JSON.
+Before each case the driver waits until the servers are idle (less than 20 ms of CPU in a
+second, at most 60 s: `settle`), so that what a system does once after it starts is not
+charged to the case that follows.  Each row has msg/s, the p50/p99 of the send (or
+send-to-receive) latency, and the servers' CPU time per message: user + system time of the
+given pids, all added up, from /proc/<pid>/stat read when the client prints
+`{"phase":"start"}` and `{"phase":"end"}` around its measured part; and the client JVM's CPU
+time per message over the same span (on a 2-core machine a client near one core per second is
+what bounds msg/s, whatever the server).  The table is printed in Markdown with the date and
+the load average, and the rows go to bench/results/ as JSON.
 
     .venv/bin/python bench/remoting_vs_rocketmq.py                      # RocketMQ, both flushes
     .venv/bin/python bench/remoting_vs_rocketmq.py --flush async --namesrv 127.0.0.1:9876 \\
@@ -38,6 +40,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +61,11 @@ BENCH_JVM_OPTIONS = (
     "-Drocketmq.client.logLevel=WARN", "-Drocketmq.log.level=warn",
 )
 RUN_TIMEOUT_S = 900
+SETTLE_IDLE_CPU_S = 0.02
+"""Before each case the servers must use less than this CPU time in a second (2% of a core):
+whatever a system does once after starting (mqstore prepares its next commit log segment,
+~0.4 s of CPU per GiB; a JVM broker compiles) is not charged to the case that follows."""
+SETTLE_WAIT_S_MAX = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +76,20 @@ class Target:
 
     def cpu_seconds(self) -> float:
         return float(sum(harness.process_cpu_seconds(pid) for pid in self.pids))
+
+
+def settle(target: Target) -> float:
+    """Wait until the target's servers are idle (`SETTLE_IDLE_CPU_S` in a second), at most
+    `SETTLE_WAIT_S_MAX`; returns the seconds waited."""
+    started = time.monotonic()
+    before = target.cpu_seconds()
+    while time.monotonic() - started < SETTLE_WAIT_S_MAX:
+        time.sleep(1.0)
+        after = target.cpu_seconds()
+        if after - before < SETTLE_IDLE_CPU_S:
+            break
+        before = after
+    return time.monotonic() - started
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +168,7 @@ def measure(clients: JavaClients, target: Target, flush: str, cases: Sequence[st
                   count=sizes.warmup_count)
     rows = []
     for case in cases:
+        settled_s = settle(target)
         result = run_case(clients, target, case, sizes, batch_topic)
         messages = result["messages"] if case != "latency-1000" else result["received"]
         rows.append({"target": target.label, "flush": flush, "case": case,
@@ -157,7 +180,8 @@ def measure(clients: JavaClients, target: Target, flush: str, cases: Sequence[st
                      "failure_samples": result.get("failureSamples", []),
                      # latency-1000 only: the latency split at the record's store timestamp
                      "send_to_store_ms": result.get("sendToStoreMs"),
-                     "store_to_receive_ms": result.get("storeToReceiveMs")})
+                     "store_to_receive_ms": result.get("storeToReceiveMs"),
+                     "settled_s": round(settled_s, 1)})
         print(f"  {target.label} {flush} {case}: {rows[-1]}", flush=True)
     return rows
 
