@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +49,11 @@ class GoClient:
     binary: Path
 
     @classmethod
-    def build(cls) -> GoClient:
+    def build(cls, *, static: bool = False) -> GoClient:
+        """`static`: built with CGO_ENABLED=0 (Go's own resolver, no libc), so the binary
+        runs in any container image it is copied into (e2e/test_node_remoting_clients.py)."""
         go = require_tool("go")
-        build_dir = CACHE_ROOT / f"go-{_hash(go)}"
+        build_dir = CACHE_ROOT / f"go-{_hash(go)}{'-static' if static else ''}"
         binary = build_dir / BINARY_NAME
         build_dir.mkdir(parents=True, exist_ok=True)
         with open(build_dir / ".lock", "w") as lock:
@@ -59,7 +62,8 @@ class GoClient:
                 # -mod=readonly: go.sum pins every module; a build never edits go.mod.
                 run_checked([go, "build", "-mod=readonly", "-o", str(binary), "."],
                             timeout_s=BUILD_TIMEOUT_S, what="go build (rocketmq-client-go)",
-                            cwd=GO_PROJECT)
+                            cwd=GO_PROJECT,
+                            env={**os.environ, "CGO_ENABLED": "0"} if static else None)
         return cls(binary=binary)
 
     def run(self, *, namesrv: str, topic: str, **options: object) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -95,8 +96,34 @@ func parseOptions() options {
 	if o.group == "" {
 		o.group = "go-" + o.topic
 	}
+	resolved, err := resolveNamesrv(o.namesrv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "-namesrv:", err)
+		os.Exit(2)
+	}
+	o.namesrv = resolved
 	o.timeout = time.Duration(timeoutS) * time.Second
 	return o
+}
+
+// resolveNamesrv returns host:port with a host name resolved to its first address:
+// rocketmq-client-go v2.1.2 takes only IP addresses as name servers
+// (primitive.NamesrvAddr.Check), where RocketMQ's Java client takes a host name (a
+// Kubernetes Service's, say), so an application of this client resolves it itself.
+// Broker addresses in routes may be host names: the client dials them as given.
+func resolveNamesrv(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return addr, nil
+	}
+	ips, err := net.LookupHost(host)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(ips[0], port), nil
 }
 
 // message returns message i of the corpus: a pure function of the topic and i.

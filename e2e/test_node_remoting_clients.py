@@ -1,0 +1,162 @@
+"""RocketMQ's own client reaches a Broker from another namespace on the real node, given
+only the Broker's client Service as its name server (docs/kubernetes.md, "RocketMQ clients
+inside the cluster").
+
+The client is Apache RocketMQ's Go client (rocketmq-client-go v2), the program of
+tests/remoting_clients/go/ built statically (CGO_ENABLED=0, Go's own resolver) and copied
+into a pod of the mqstore image: the cheapest honest client.  It is RocketMQ's code doing
+what an application does (ask the name server for the route, connect to the broker address
+the route names, send, heartbeat, rebalance, pull, commit), where a client of our own could
+skip the route; it needs no JRE image, and a 12 MB static binary runs in any image.  The
+repository has no standard-library-only remoting client that runs in the image
+(tests/remoting/client.py is a test helper the image does not ship).
+
+The pods have no route off the machine (the node's network namespace); every name here is
+a cluster name CoreDNS answers itself."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.remoting_clients.go_client import GoClient
+from tests.remoting_clients.java_clients import json_lines
+
+from .kube import Kube, condition, wait_for
+from .node_pods import RESTRICTED_CONTAINER, RESTRICTED_POD, restricted_namespace
+from .node_state import Node
+
+BROKER = "reach"
+CLIENT = "go-client"
+MESSAGES = 200
+WORK_DIR = "/work"
+"""The client pod's only writable path (an emptyDir): the binary and its cwd."""
+READY_TIMEOUT_S = 300.0
+"""One pod: an init container and three containers with their probes on a loaded 2-core
+machine (about 30 s when quiet)."""
+CLIENT_TIMEOUT_S = 240.0
+"""The Go program's own wait for its messages is 120 s; sends and start-up come before."""
+pytestmark = pytest.mark.timeout(900)
+"""The first test also brings the node up, installs the chart and builds the Go client."""
+
+
+def broker_manifest(namespace: str, client_namespace: str) -> dict[str, Any]:
+    """One pod; clients admitted from the client's namespace only (`network.clients`)."""
+    peer = {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": client_namespace}}}
+    return {"apiVersion": "mqstore.io/v1alpha1", "kind": "Broker",
+            "metadata": {"name": BROKER, "namespace": namespace},
+            "spec": {"storage": {"size": "1Gi", "segmentSizeBytes": 64 << 20},
+                     "network": {"clients": [peer]}}}
+
+
+def client_pod(namespace: str, image: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": CLIENT, "namespace": namespace},
+            "spec": {"securityContext": RESTRICTED_POD, "automountServiceAccountToken": False,
+                     "terminationGracePeriodSeconds": 1,
+                     "volumes": [{"name": "work", "emptyDir": {"sizeLimit": "64Mi"}}],
+                     "containers": [{
+                         "name": CLIENT, "image": image, "imagePullPolicy": "Never",
+                         "command": ["sleep", "infinity"], "workingDir": WORK_DIR,
+                         "env": [{"name": "HOME", "value": WORK_DIR}],
+                         "securityContext": RESTRICTED_CONTAINER,
+                         "volumeMounts": [{"name": "work", "mountPath": WORK_DIR}],
+                         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                                       "limits": {"memory": "256Mi"}}}]}}
+
+
+def _exec(kube: Kube, namespace: str, *argv: str, stdin: bytes = b"",
+          timeout_s: float = 60.0) -> str:
+    done = subprocess.run([str(kube.bin_dir / "kubectl"), "exec", "-i", "-n", namespace,
+                           CLIENT, "--", *argv], input=stdin, capture_output=True,
+                          env=kube.env, timeout=timeout_s, check=False)
+    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    assert done.returncode == 0, f"{argv[0]} exited {done.returncode}:\n{stdout[-3000:]}\n" \
+                                 f"{stderr[-6000:]}"
+    return stdout
+
+
+def copy_binary(kube: Kube, namespace: str, binary: Path) -> str:
+    """The binary into the pod's emptyDir through `kubectl exec` stdin (the image has
+    python, not necessarily tar for `kubectl cp`); returns its path in the pod."""
+    target = f"{WORK_DIR}/{binary.name}"
+    script = (f"import os, sys; open({target!r}, 'wb').write(sys.stdin.buffer.read()); "
+              f"os.chmod({target!r}, 0o755)")
+    _exec(kube, namespace, "python", "-c", script, stdin=binary.read_bytes())
+    return target
+
+
+@pytest.fixture(scope="module")
+def namespaces(node: Node, node_kube: Kube, node_release: str) -> Iterator[tuple[str, str]]:
+    """(the Broker's namespace, the client's), both restricted; deleted afterwards."""
+    broker_namespace, client_namespace = (restricted_namespace(node_kube),
+                                          restricted_namespace(node_kube))
+    yield broker_namespace, client_namespace
+    for namespace in (broker_namespace, client_namespace):
+        node_kube.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def _ready(kube: Kube, kind: str, name: str, namespace: str) -> bool:
+    return (condition(kube.get(kind, name, namespace), "Ready") or {}).get("status") == "True"
+
+
+def test_a_go_client_in_another_namespace_produces_and_consumes_through_the_service(
+        node: Node, node_kube: Kube, namespaces: tuple[str, str]) -> None:
+    """The Go client in the client namespace, given `reach.<namespace>.svc:9876` and the
+    Broker's generated admin account, sends 200 messages (each acknowledged SEND_OK) and
+    its push consumer receives every one exactly once, field by field.  The route it
+    followed names pod 0 by its headless-Service name, and the pod's STOREHOST is its IP."""
+    kube = node_kube
+    broker_namespace, client_namespace = namespaces
+    started = time.monotonic()
+    go = GoClient.build(static=True)
+    built_s = time.monotonic() - started
+    kube.apply(broker_manifest(broker_namespace, client_namespace))
+    kube.apply(client_pod(client_namespace, node.images["mqstore"]))
+    wait_for("the Broker to be Ready", lambda: _ready(kube, "broker", BROKER, broker_namespace),
+             timeout_s=READY_TIMEOUT_S)
+    wait_for("the client pod to be ready", lambda: _ready(kube, "pod", CLIENT, client_namespace),
+             timeout_s=120)
+    ready_s = time.monotonic() - started
+    binary = copy_binary(kube, client_namespace, go.binary)
+    access_key, secret_key = _users_keys(kube, broker_namespace)
+
+    namesrv = f"{BROKER}.{broker_namespace}.svc:9876"
+    output = _exec(kube, client_namespace, binary, "-namesrv", namesrv, "-topic", "Reach",
+                   "-count", str(MESSAGES), "-timeout-s", "120", "-access-key", access_key,
+                   "-secret-key", secret_key, timeout_s=CLIENT_TIMEOUT_S)
+    (report,) = list(json_lines(output))
+    print(f"\ne2e: Go client built in {built_s:.1f} s, Broker and client ready at "
+          f"{ready_s:.1f} s, produce and consume done at {time.monotonic() - started:.1f} s: "
+          f"{json.dumps(report)}")
+    assert report["ok"], report
+    assert (report["sent"], report["expected"], report["received"]) == (
+        MESSAGES, MESSAGES, MESSAGES), report
+    assert (report["missingCount"], report["duplicates"], report["unexpected"],
+            report["mismatchCount"]) == (0, 0, 0, 0), report
+
+    pod_ip = kube.must_get("pod", f"{BROKER}-0", broker_namespace)["status"]["podIP"]
+    log = kube.kubectl("logs", f"{BROKER}-0", "-n", broker_namespace, "-c",
+                       "notifier").stdout
+    advertised = f"{BROKER}-0.{BROKER}-headless.{broker_namespace}.svc:9876"
+    assert advertised in log, f"the notifier does not advertise {advertised}:\n{log[-3000:]}"
+    env = kube.kubectl("exec", f"{BROKER}-0", "-n", broker_namespace, "-c", "writer", "--",
+                       "python", "-c", "import os; print(os.environ['MQSTORE_STORE__STORE_HOST'])"
+                       ).stdout.strip()
+    assert env == f"{pod_ip}:9876"
+
+
+def _users_keys(kube: Kube, namespace: str) -> tuple[str, str]:
+    """The admin account the operator generated into `<broker>-users`."""
+    data = wait_for("the users Secret", lambda: (kube.get("secret", f"{BROKER}-users",
+                                                          namespace) or {}).get("data"))
+    return (base64.b64decode(data["accessKey"]).decode(),
+            base64.b64decode(data["secretKey"]).decode())
