@@ -265,13 +265,14 @@ class RemotingSettings:
         if self.frame_size_bytes_max < 64 * 1024:
             raise ConfigError(f"frame_size_bytes_max={self.frame_size_bytes_max} must be at "
                               f"least 65536 (a heartbeat of many subscriptions)")
-        for name in ("writer_address", "advertised_address"):
-            address = getattr(self, name)
-            if name == "advertised_address" and address == "":
-                continue
-            host, _, port = address.rpartition(":")
+        host, _, port = self.writer_address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"writer_address={self.writer_address!r} must be host:port")
+        if self.advertised_address:
+            host, _, port = self.advertised_address.rpartition(":")
             if not host or not port.isdigit() or not 0 < int(port) <= 65535:
-                raise ConfigError(f"{name}={address!r} must be host:port")
+                raise ConfigError(f"advertised_address={self.advertised_address!r} must be "
+                                  f"host:port with a port in 1..65535 (or empty)")
         for name in ("cluster_name", "broker_name"):
             if not getattr(self, name):
                 raise ConfigError(f"{name} must not be empty")
