@@ -1,5 +1,6 @@
 """The commands that run services: `mqstore writer`, `indexer`, `notifier` (one service each,
-as a Broker pod's containers run them) and `mqstore up` (all three as its children).
+as a Broker pod's containers run them), `mqstore up` (all three as its children) and
+`mqstore namesrv` (the name server, a process of its own: services/namesrv/).
 
 A service started by `up` dies with it (services/common/process/parent_death.py).  A store lock or
 a port another process holds is a usage error: one line, exit 2, never a traceback.
@@ -8,6 +9,7 @@ a port another process holds is a usage error: one line, exit 2, never a traceba
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +40,8 @@ def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     _service_command(commands, "notifier", "run the pull-notifier service").set_defaults(
         handler=_notifier)
 
+    _add_namesrv(commands)
+
     up = add_command(commands, "up", "run writer, indexer and notifier on one directory "
                      "until Ctrl-C, SIGTERM or SIGHUP; they never outlive it")
     up.add_argument("--data", type=Path, required=True, help="the store directory")
@@ -48,6 +52,39 @@ def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     for name, port in UP_PORTS.items():
         up.add_argument(f"--{name}-port", type=_port, default=port, help=UP_PORT_HELP[name])
     up.set_defaults(handler=_up)
+
+
+def _add_namesrv(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`mqstore namesrv`: one option per NamesrvSettings field (docs/namesrv.md)."""
+    from mqstore.services.namesrv.settings import NamesrvSettings  # noqa: PLC0415
+
+    namesrv = add_command(commands, "namesrv", "run RocketMQ's name server (brokers register, "
+                          "clients ask for routes) until SIGTERM")
+    for field in dataclasses.fields(NamesrvSettings):
+        option = f"--{field.name.replace('_', '-')}"
+        if field.type == "bool":
+            namesrv.add_argument(option, action=argparse.BooleanOptionalAction,
+                                 default=field.default, help=f"default: {field.default}")
+        else:
+            namesrv.add_argument(option, type=int if field.type == "int" else str,
+                                 default=field.default, help=f"default: {field.default}")
+    namesrv.add_argument("--log-level", default="INFO", help="default: INFO")
+    namesrv.set_defaults(handler=_namesrv)
+
+
+def _namesrv(arguments: argparse.Namespace) -> int:
+    from mqstore.services.namesrv.run import run_namesrv  # noqa: PLC0415
+    from mqstore.services.namesrv.settings import (  # noqa: PLC0415
+        NamesrvConfigError,
+        NamesrvSettings,
+    )
+
+    try:
+        settings = NamesrvSettings(**{field.name: getattr(arguments, field.name)
+                                      for field in dataclasses.fields(NamesrvSettings)})
+    except NamesrvConfigError as error:
+        raise UsageError(str(error)) from None
+    return _run_service(lambda: run_namesrv(settings, log_level=arguments.log_level))
 
 
 def _service_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],
