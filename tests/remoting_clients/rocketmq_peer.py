@@ -36,7 +36,7 @@ from pathlib import Path
 
 from tests.remoting_clients.delay_levels import ROCKETMQ_PROPERTY, TEST_DELAY_LEVELS
 from tests.remoting_clients.maven_build import REPO_ROOT, BuildError, build
-from tests.remoting_clients.raw_remoting import has_route
+from tests.remoting_clients.raw_remoting import broker_addresses, has_route
 from tests.remoting_clients.transaction_checks import TRANSACTION_CHECK_PROPERTIES
 
 PEER_PROJECT = REPO_ROOT / "tests" / "remoting_clients" / "java" / "peer"
@@ -153,26 +153,31 @@ class RocketMqPeer:
     @contextlib.contextmanager
     def start(cls, *, flush: str = "async", version: str = ROCKETMQ_PEER_VERSION,
               work_dir: Path | None = None,
-              broker_settings: dict[str, object] | None = None) -> Iterator[RocketMqPeer]:
-        """`broker_settings`: broker properties beside `broker_properties`' (a test's own)."""
+              broker_settings: dict[str, object] | None = None,
+              namesrv: str | None = None) -> Iterator[RocketMqPeer]:
+        """`broker_settings`: broker properties beside `broker_properties`' (a test's own,
+        `brokerName` for a second group).  `namesrv`: a name server already running
+        ("127.0.0.1:PORT", e.g. `mqstore namesrv`) the broker registers with instead: no
+        RocketMQ name server starts, and the peer is up once this broker is in its routes."""
         if flush not in FLUSH_DISK_TYPES:
             raise ValueError(f"flush must be one of {sorted(FLUSH_DISK_TYPES)}, got {flush!r}")
         jars = build(PEER_PROJECT, version, required_jar=f"rocketmq-broker-{version}.jar")
         own_dir = work_dir is None
         directory = Path(tempfile.mkdtemp(prefix="rocketmq-peer-")) if own_dir else work_dir
         assert directory is not None
-        namesrv_port = free_port()
+        namesrv_port = free_port() if namesrv is None else 0
         broker_port = free_port(neighbours=(-2, 1))
-        peer = cls(namesrv=f"127.0.0.1:{namesrv_port}", broker=f"127.0.0.1:{broker_port}",
-                   work_dir=directory)
+        peer = cls(namesrv=namesrv or f"127.0.0.1:{namesrv_port}",
+                   broker=f"127.0.0.1:{broker_port}", work_dir=directory)
         try:
             _write_properties(directory / "namesrv.conf",
                               {"listenPort": namesrv_port, "bindAddress": "127.0.0.1"})
             _write_properties(directory / "broker.conf", broker_properties(
                 namesrv=peer.namesrv, port=broker_port, store_dir=directory / "store",
                 flush=flush) | (broker_settings or {}))
-            peer._launch(jars.java, jars.classpath, "namesrv", NAMESRV_HEAP,
-                         "org.apache.rocketmq.namesrv.NamesrvStartup", namesrv_port)
+            if namesrv is None:
+                peer._launch(jars.java, jars.classpath, "namesrv", NAMESRV_HEAP,
+                             "org.apache.rocketmq.namesrv.NamesrvStartup", namesrv_port)
             peer._launch(jars.java, jars.classpath, "broker", BROKER_HEAP,
                          "org.apache.rocketmq.broker.BrokerStartup", broker_port)
             peer._await_registration()
@@ -215,7 +220,8 @@ class RocketMqPeer:
         The broker prints "boot success" before its first registration reaches the name
         server; on a loaded machine a client started in that gap gets "No route info"."""
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not has_route(self.namesrv, AUTO_CREATE_TEMPLATE_TOPIC):
+        while not (has_route(self.namesrv, AUTO_CREATE_TEMPLATE_TOPIC)
+                   and self.broker in broker_addresses(self.namesrv)):
             if time.monotonic() > deadline:
                 raise PeerError(f"the broker did not register with the name server in "
                                 f"{START_TIMEOUT_S}s:\n{self.processes[-1].log_tail()}")

@@ -1,0 +1,126 @@
+"""`mqstore namesrv` (services/namesrv/) with Apache RocketMQ 5.5.0 brokers and clients.
+
+RocketMQ 5.5.0 brokers (rocketmq_peer.py, `namesrv=`) register with `mqstore namesrv` and
+no RocketMQ name server runs: RocketMQ's Java client 5.5.0, given only mqstore's name
+server, produces and consumes every message once, first with one broker group, then with
+two groups of one cluster (`broker-a`, `broker-b`) whose route lists both groups' queues.
+`mqadmin` reads the cluster and routes from it, and a broker that stops leaves the routes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.processes import MQSTORE
+from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
+from tests.remoting_clients.mqadmin import MqAdmin
+from tests.remoting_clients.raw_remoting import GET_ROUTEINFO_BY_TOPIC, SUCCESS, request
+from tests.remoting_clients.rocketmq_peer import BROKER_NAME, RocketMqPeer, free_port
+
+pytestmark = pytest.mark.remoting_clients
+
+COUNT = 60
+QUEUES = 4
+START_TIMEOUT_S = 30.0
+ROUTE_TIMEOUT_S = 60.0
+SECOND_BROKER = "broker-b"
+
+
+@pytest.fixture(scope="module")
+def name_server() -> Iterator[str]:
+    """`mqstore namesrv` on a free loopback port, for the module."""
+    port = free_port()
+    process = subprocess.Popen([*MQSTORE, "namesrv", "--port", str(port),
+                                "--log-level", "WARNING"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert f"listening on 127.0.0.1:{port}" in line, line
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=START_TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def broker_a(name_server: str) -> Iterator[RocketMqPeer]:
+    with RocketMqPeer.start(namesrv=name_server) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module")
+def java_clients() -> JavaClients:
+    return JavaClients.build(CLIENT_5)
+
+
+def route_of(namesrv: str, topic: str) -> dict[str, Any] | None:
+    response = request(namesrv, GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic})
+    if response.header.get("code") != SUCCESS:
+        return None
+    route: dict[str, Any] = json.loads(response.body)
+    return route
+
+
+def wait_for_groups(namesrv: str, topic: str, names: list[str]) -> dict[str, Any]:
+    """The topic's route once its queue data names exactly `names`."""
+    deadline = time.monotonic() + ROUTE_TIMEOUT_S
+    while True:
+        route = route_of(namesrv, topic)
+        if route is not None and sorted(q["brokerName"] for q in route["queueDatas"]) == names:
+            return route
+        assert time.monotonic() < deadline, f"route of {topic}: {route}, not {names}"
+        time.sleep(0.2)
+
+
+def assert_every_message_once(result: dict[str, Any]) -> None:
+    assert result["sent"] == COUNT, result
+    assert result["expected"] == COUNT, result
+    assert result["received"] == COUNT, result
+    assert result["missingCount"] == 0, result
+    assert result["duplicates"] == 0, result
+    assert result["mismatches"] == [], result
+    assert result["ok"] is True, result
+
+
+def test_one_group_serves_a_client_routed_by_mqstore_namesrv(
+        name_server: str, broker_a: RocketMqPeer, java_clients: JavaClients) -> None:
+    """The topic does not exist: the producer is routed by TBW102 (which the broker
+    registered), the broker creates the topic and registers it, the consumer finds it."""
+    topic = f"ns-one-{uuid.uuid4().hex[:10]}"
+    result = java_clients.run("produce", namesrv=name_server, topic=topic, mode="sync",
+                              count=COUNT)
+    assert_every_message_once(result)
+    route = wait_for_groups(name_server, topic, [BROKER_NAME])
+    assert route["brokerDatas"][0]["brokerAddrs"] == {"0": broker_a.broker}
+
+
+def test_two_groups_of_one_cluster(name_server: str, broker_a: RocketMqPeer,
+                                   java_clients: JavaClients) -> None:
+    admin = MqAdmin(java_clients)
+    with RocketMqPeer.start(namesrv=name_server,
+                            broker_settings={"brokerName": SECOND_BROKER}) as broker_b:
+        rows = admin.run("clusterList", name_server).table()
+        assert sorted(row[1] for row in rows) == [BROKER_NAME, SECOND_BROKER], rows
+        topic = f"ns-two-{uuid.uuid4().hex[:10]}"
+        created = admin.run("updateTopic", name_server, "-c", "DefaultCluster", "-t", topic,
+                            "-r", str(QUEUES), "-w", str(QUEUES))
+        assert not created.failed, created.output
+        route = wait_for_groups(name_server, topic, [BROKER_NAME, SECOND_BROKER])
+        assert {data["brokerName"]: data["brokerAddrs"] for data in route["brokerDatas"]} == {
+            BROKER_NAME: {"0": broker_a.broker}, SECOND_BROKER: {"0": broker_b.broker}}
+        assert {q["writeQueueNums"] for q in route["queueDatas"]} == {QUEUES}
+        shown = admin.run("topicRoute", name_server, "-t", topic)
+        assert not shown.failed and broker_b.broker in shown.output, shown.output
+        result = java_clients.run("produce", namesrv=name_server, topic=topic, mode="sync",
+                                  count=COUNT)
+        assert_every_message_once(result)
+    # broker-b stopped (it unregisters, and its connection closes): only broker-a is left
+    wait_for_groups(name_server, topic, [BROKER_NAME])
