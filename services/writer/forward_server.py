@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import struct
 from pathlib import Path
 
 from mqstore.services.common.http.batch_wire import WireFormatError
@@ -61,12 +60,10 @@ from mqstore.services.common.settings.config_file import WriterSettings
 from mqstore.services.common.topics.rules import RETRY_PREFIX
 from mqstore.services.writer.produce import ProduceCore, ProduceRefusal
 from mqstore.storage import Message, PutResult, PutStatus
+from mqstore.storage.format.batch_body import BatchBodyError, split_batch
 
 log = logging.getLogger("mqstore.writer")
 
-ENTRY_HEAD = struct.Struct(">iiiii")
-PROPERTIES_LENGTH = struct.Struct(">h")
-assert ENTRY_HEAD.size == 20
 PROPERTY_SEPARATOR = b"\x02"
 RETRY_TOPIC_PROPERTY = b"RETRY_TOPIC\x01"
 
@@ -208,46 +205,13 @@ class ForwardServer:
     def _messages(self, request: ForwardRequest) -> list[Message]:
         if request.kind != KIND_BATCH:
             return [self._message(request, request.body, request.flag, request.properties)]
-        messages: list[Message] = []
-        body = request.body
-        position = 0
-        outer = _pairs(request.properties)
-        while position < len(body):
-            if len(messages) >= self._settings.batch_messages_max:  # before it is all decoded
-                raise WireFormatError(f"batch holds more than {len(messages)} messages "
-                                      f"(batch_messages_max)")
-            messages.append(self._entry(request, body, position, outer))
-            position += ENTRY_HEAD.unpack_from(body, position)[0]
-        if not messages:
-            raise WireFormatError("batch body holds no message")
-        return messages
-
-    def _entry(self, request: ForwardRequest, body: bytes, position: int,
-               outer: list[tuple[bytes, bytes]]) -> Message:
-        where = f"batch entry at byte {position}"
-        if position + ENTRY_HEAD.size > len(body):
-            raise WireFormatError(f"{where}: its 20-byte head runs past the body")
-        total, _, _, flag, body_length = ENTRY_HEAD.unpack_from(body, position)
-        body_at = position + ENTRY_HEAD.size
-        properties_at = body_at + body_length + PROPERTIES_LENGTH.size
-        if body_length < 0 or total < ENTRY_HEAD.size + 2 or position + total > len(body) \
-                or properties_at > position + total:
-            raise WireFormatError(f"{where}: size {total} or body length {body_length} "
-                                  f"runs past the batch")
-        (properties_length,) = PROPERTIES_LENGTH.unpack_from(body, properties_at - 2)
-        if properties_at + properties_length != position + total:
-            raise WireFormatError(f"{where}: properties length {properties_length} does not "
-                                  f"end the entry")
-        inner = body[properties_at:properties_at + properties_length]
-        if inner and not inner.endswith(PROPERTY_SEPARATOR):
-            inner += PROPERTY_SEPARATOR  # 4.9.1-5.1.4 clients omit the last separator
-        # The batch's own properties follow each entry's, as RocketMQ's broker appends them,
-        # but never one the entry sets itself: a 5.x batch carries a UNIQ_KEY of its own,
-        # which would otherwise replace every entry's (a reader keeps the last value).
-        appended = b"".join(pair for name, pair in outer
-                            if not (inner.startswith(name) or PROPERTY_SEPARATOR + name in inner))
-        return self._message(request, body[body_at:body_at + body_length], flag,
-                             inner + appended)
+        try:
+            entries = split_batch(request.body, request.properties,
+                                  self._settings.batch_messages_max)
+        except BatchBodyError as error:
+            raise WireFormatError(str(error)) from None
+        message = self._message
+        return [message(request, body, flag, properties) for body, flag, properties in entries]
 
     @staticmethod
     def _message(request: ForwardRequest, body: bytes, flag: int,
@@ -266,13 +230,3 @@ def _is_send_back(request: ForwardRequest) -> bool:
     return request.topic.startswith(RETRY_PREFIX) and (
         request.properties.startswith(RETRY_TOPIC_PROPERTY)
         or PROPERTY_SEPARATOR + RETRY_TOPIC_PROPERTY in request.properties)
-
-
-def _pairs(properties: bytes) -> list[tuple[bytes, bytes]]:
-    """(b"NAME\\x01", b"NAME\\x01value\\x02") of each property in an encoded string."""
-    pairs = []
-    for piece in properties.split(PROPERTY_SEPARATOR):
-        name, separator, _ = piece.partition(b"\x01")
-        if name and separator:
-            pairs.append((name + separator, piece + PROPERTY_SEPARATOR))
-    return pairs

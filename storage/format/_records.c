@@ -10,6 +10,7 @@
  *   pack_batch         storage/format/encoder.py     pack_batch_reference
  *   scan_records       storage/format/dispatch_scan.py  scan_records_reference
  *   put_index_keys     storage/files/index_put.py    put_index_keys_reference
+ *   split_batch        storage/format/batch_body.py  split_batch_reference
  *
  * storage/format/compiled.py binds each C function to its reference once, at import:
  * `bind` and `bind_check_record` remember the reference (and, for check_record, the record
@@ -35,7 +36,7 @@
 
 /* Bumped whenever the Python side's expectations of this module change; compiled.py
  * refuses a build of another version (a stale .so). */
-#define ABI_VERSION 4
+#define ABI_VERSION 5
 
 /* The RecordHead items, in order, by how each is stored: i = int32, q = int64,
  * h = host (address of 4 or 16 bytes, then an int32 port).  BODYLEN is the last. */
@@ -2174,6 +2175,199 @@ put_index_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* ---------------------------------------------------------------- split_batch */
+
+static PyObject *split_batch_reference;
+
+/* Whether needle[0:needle_length] occurs in haystack[0:length]. */
+static int
+contains_bytes(const char *haystack, Py_ssize_t length, const char *needle,
+               Py_ssize_t needle_length)
+{
+    if (needle_length == 0) {
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i + needle_length <= length; i++) {
+        if (haystack[i] == needle[0] && memcmp(haystack + i, needle, (size_t)needle_length) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The batch's own properties: each piece `name 0x01 value` (name not empty) of the encoded
+ * string, as batch_body.property_pairs finds them. */
+#define OUTER_PAIRS_MAX 64
+typedef struct {
+    const char *name;        /* the name and its 0x01 */
+    Py_ssize_t name_length;
+    const char *pair;        /* name 0x01 value; the 0x02 is added when copied */
+    Py_ssize_t pair_length;
+} OuterPair;
+
+/* The pairs of `properties`, at most OUTER_PAIRS_MAX; -1 if there are more (the reference
+ * then runs). */
+static int
+outer_pairs(const char *properties, Py_ssize_t length, OuterPair *pairs)
+{
+    int count = 0;
+    const char *cursor = properties, *end = properties + length;
+    for (;;) {
+        const char *separator = memchr(cursor, 0x02, (size_t)(end - cursor));
+        const char *piece_end = separator != NULL ? separator : end;
+        const char *split = memchr(cursor, 0x01, (size_t)(piece_end - cursor));
+        if (split != NULL && split > cursor) {
+            if (count >= OUTER_PAIRS_MAX) {
+                return -1;
+            }
+            pairs[count].name = cursor;
+            pairs[count].name_length = split + 1 - cursor;
+            pairs[count].pair = cursor;
+            pairs[count].pair_length = piece_end - cursor;
+            count++;
+        }
+        if (separator == NULL) {
+            return count;
+        }
+        cursor = separator + 1;
+    }
+}
+
+/* Whether the entry's properties set the outer pair's name themselves (at the start, or
+ * after a 0x02). */
+static int
+sets_itself(const char *inner, Py_ssize_t inner_length, const OuterPair *pair)
+{
+    if (inner_length >= pair->name_length
+        && memcmp(inner, pair->name, (size_t)pair->name_length) == 0) {
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i + 1 + pair->name_length <= inner_length; i++) {
+        if (inner[i] == 0x02
+            && memcmp(inner + i + 1, pair->name, (size_t)pair->name_length) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One entry's properties: its own (with a last 0x02 added if missing) and the outer pairs
+ * it does not set; a new bytes, or NULL with an exception. */
+static PyObject *
+entry_properties(const char *inner, Py_ssize_t inner_length, const OuterPair *pairs,
+                 int pair_count)
+{
+    int add_separator = inner_length > 0 && inner[inner_length - 1] != 0x02;
+    Py_ssize_t own = inner_length + add_separator;
+    int keep[OUTER_PAIRS_MAX];
+    Py_ssize_t size = own;
+    for (int i = 0; i < pair_count; i++) {
+        /* the reference's cheap test first: a name found nowhere is never set */
+        keep[i] = !contains_bytes(inner, inner_length, pairs[i].name, pairs[i].name_length)
+                  || !sets_itself(inner, inner_length, &pairs[i]);
+        size += keep[i] ? pairs[i].pair_length + 1 : 0;
+    }
+    PyObject *result = PyBytes_FromStringAndSize(NULL, size);
+    if (result == NULL) {
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(result);
+    memcpy(out, inner, (size_t)inner_length);
+    out += inner_length;
+    if (add_separator) {
+        *out++ = 0x02;
+    }
+    for (int i = 0; i < pair_count; i++) {
+        if (keep[i]) {
+            memcpy(out, pairs[i].pair, (size_t)pairs[i].pair_length);
+            out += pairs[i].pair_length;
+            *out++ = 0x02;
+        }
+    }
+    return result;
+}
+
+/* The (body, flag, properties) tuples of a well-formed batch into `entries`: 0, or 1 if the
+ * body is not one the C code answers (the reference then raises its own error), or -1 with
+ * an exception. */
+static int
+split_entries(const char *body, Py_ssize_t length, const OuterPair *pairs, int pair_count,
+              long long entries_max, PyObject *entries)
+{
+    Py_ssize_t position = 0;
+    while (position < length) {
+        if (PyList_GET_SIZE(entries) >= entries_max || position + 20 > length) {
+            return 1;
+        }
+        const unsigned char *head = (const unsigned char *)body + position;
+        long long total = read_int32(head), flag = read_int32(head + 12);
+        long long body_length = read_int32(head + 16);
+        long long body_at = position + 20, end = position + total;
+        long long properties_at = body_at + body_length + 2;
+        if (body_length < 0 || total < 22 || end > length || properties_at > end) {
+            return 1;
+        }
+        const unsigned char *length_field = (const unsigned char *)body + properties_at - 2;
+        long long properties_length = (int16_t)((uint16_t)length_field[0] << 8 | length_field[1]);
+        if (properties_at + properties_length != end) {
+            return 1;
+        }
+        PyObject *entry = PyTuple_New(3);
+        if (entry == NULL) {
+            return -1;
+        }
+        PyObject *items[3] = {
+            PyBytes_FromStringAndSize(body + body_at, (Py_ssize_t)body_length),
+            PyLong_FromLongLong(flag),
+            entry_properties(body + properties_at, (Py_ssize_t)properties_length, pairs,
+                             pair_count)};
+        for (int i = 0; i < 3; i++) {
+            PyTuple_SET_ITEM(entry, i, items[i]);  /* a NULL item is skipped by the DECREF */
+        }
+        if (items[0] == NULL || items[1] == NULL || items[2] == NULL) {
+            Py_DECREF(entry);
+            return -1;
+        }
+        int failed = PyList_Append(entries, entry);
+        Py_DECREF(entry);
+        if (failed) {
+            return -1;
+        }
+        position = (Py_ssize_t)end;
+    }
+    return PyList_GET_SIZE(entries) == 0 ? 1 : 0;
+}
+
+/* split_batch(body, outer_properties, entries_max): batch_body.split_batch_reference for
+ * exact bytes; any other argument, and every body the reference refuses, go to it. */
+static PyObject *
+split_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long entries_max;
+    OuterPair pairs[OUTER_PAIRS_MAX];
+    int pair_count = -1;
+    if (nargs == 3 && PyBytes_CheckExact(args[0]) && PyBytes_CheckExact(args[1])
+        && int_within(args[2], LLONG_MIN, LLONG_MAX, &entries_max)) {
+        pair_count = outer_pairs(PyBytes_AS_STRING(args[1]), PyBytes_GET_SIZE(args[1]), pairs);
+    }
+    PyObject *entries = pair_count < 0 ? NULL : PyList_New(0);
+    if (entries != NULL) {
+        int outcome = split_entries(PyBytes_AS_STRING(args[0]), PyBytes_GET_SIZE(args[0]),
+                                    pairs, pair_count, entries_max, entries);
+        if (outcome == 0) {
+            return entries;
+        }
+        Py_DECREF(entries);
+        if (outcome < 0) {
+            return NULL;
+        }
+    }
+    else if (pair_count >= 0) {
+        return NULL;
+    }
+    return PyObject_Vectorcall(split_batch_reference, args, (size_t)nargs, NULL);
+}
+
 static PyMethodDef bindable_defs[] = {
     {"java_string_hash", (PyCFunction)java_string_hash, METH_O,
      "java_string_hash(text)\n--\n\n"
@@ -2185,12 +2379,16 @@ static PyMethodDef bindable_defs[] = {
      "put_index_keys(mapping, entries_position, hash_slot_count, index_count_max, header, "
      "messages, first, key_first, /)\n--\n\n"
      "index_put.put_index_keys_reference in C (storage/format/_records.c)."},
+    {"split_batch", (PyCFunction)(void (*)(void))split_batch, METH_FASTCALL,
+     "split_batch(body, outer_properties, entries_max, /)\n--\n\n"
+     "batch_body.split_batch_reference in C (storage/format/_records.c)."},
     {NULL, NULL, 0, NULL},
 };
 
 /* Where `bind` remembers each bindable function's reference, in bindable_defs' order. */
 static PyObject **bindable_references[] = {
     &java_string_hash_reference, &decode_properties_reference, &put_index_keys_reference,
+    &split_batch_reference,
 };
 
 static PyObject *

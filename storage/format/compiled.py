@@ -11,6 +11,7 @@ extension module `mqstore.storage.format._records` (storage/format/_records.c):
     encoder.pack_batch             the put path: a batch's records packed into one bytes
     dispatch_scan.scan_records     dispatch: a run of whole records read in one call
     files.index_put.put_index_keys dispatch: a run's index keys stored in one call
+    batch_body.split_batch         the writer: a producer's batch body split into messages
 
 The Python functions stay, renamed `<name>_reference`: they define the behaviour, and
 tests/storage/format/test_compiled_equivalence.py holds every C twin to its reference.  Each
@@ -35,7 +36,7 @@ from types import ModuleType
 from typing import Any, TypeVar, cast
 
 ENVIRONMENT_VARIABLE = "MQSTORE_NO_EXTENSIONS"
-ABI_VERSION = 4
+ABI_VERSION = 5
 """The `ABI_VERSION` storage/format/_records.c must report; a build of another is stale."""
 REFERENCE_SUFFIX = "_reference"
 
@@ -81,7 +82,7 @@ def extension() -> ModuleType:
 
 def compiled_twin(reference: F) -> F:
     """The C twin of a reference function named `<name>_reference` that `_records.bind`
-    knows (java_string_hash, decode_properties, put_index_keys)."""
+    knows (java_string_hash, decode_properties, put_index_keys, split_batch)."""
     name = reference.__name__.removesuffix(REFERENCE_SUFFIX)
     return cast(F, extension().bind(name, reference))
 
