@@ -28,6 +28,7 @@ from __future__ import annotations
 from mqstore.services.writer.timer_puts import CLIENT_KEYS as TIMER_KEYS
 from mqstore.storage import Message
 from mqstore.storage.format.delay_levels import (
+    DELAY_PAIR,
     PROPERTY_DELAY,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -63,6 +64,9 @@ def scheduled(messages: list[Message], levels: DelayLevels, *, batch: bool) -> l
     for a delay moved to the schedule topic.  `DelayedBatchError` if a batch asks for one."""
     rewritten = None
     for index, message in enumerate(messages):
+        encoded = message.properties_encoded
+        if encoded is not None and DELAY_PAIR not in encoded:
+            continue  # a client's message without a delay: one search, no call
         level = requested_level(message)
         if level <= 0 or message.sysflag & TRANSACTION_BITS not in SCHEDULED_TRANSACTION_VALUES:
             continue

@@ -31,7 +31,8 @@ UNKNOWN_LEVEL_DELAY_MS = 1000
 """RocketMQ's due time for a schedule record whose level the table does not hold."""
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DELAY_PAIR = b"DELAY\x01"
+DELAY_PAIR = b"DELAY\x01"
+"""What encoded properties hold when they may ask for a delay (one search rules most out)."""
 
 
 class DelayLevels:
@@ -82,7 +83,7 @@ def delay_level(properties: bytes | memoryview) -> int:
     """The `DELAY` property of encoded properties as an int; 0 when absent or not a number
     (RocketMQ treats 0 and less as no delay)."""
     encoded = bytes(properties)
-    if _DELAY_PAIR not in encoded:  # the common message: one C-level search, no decode
+    if DELAY_PAIR not in encoded:  # the common message: one C-level search, no decode
         return 0
     return level_of(decode_properties(encoded))
 
