@@ -28,6 +28,7 @@ Anything else answers REQUEST_CODE_NOT_SUPPORTED (3) with a remark naming the co
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 
@@ -66,6 +67,8 @@ QUERY_DATA_VERSION = 322
 ADD_WRITE_PERM_OF_BROKER = 327
 BROKER_HEARTBEAT = 904
 
+log = logging.getLogger("mqstore.namesrv")
+
 
 @dataclasses.dataclass
 class Namesrv:
@@ -98,6 +101,8 @@ def register_broker(namesrv: Namesrv, request: Command, connection_id: int) -> C
             enable_acting_master=headers.flag(request, "enableActingMaster"),
             connection_id=connection_id), now_ms=namesrv.now_ms())
     except (registration.RegistrationError, TableFull) as error:
+        log.warning("registration refused: %s", error,
+                    extra={"broker_address": request.ext_fields.get("brokerAddr", "")})
         raise RemotingError(SYSTEM_ERROR, str(error)) from None
     fields = {"haServerAddr": registered.ha_server_address,
               "masterAddr": registered.master_address}

@@ -21,7 +21,8 @@ stream of big-endian length-prefixed parts, as `RegisterBrokerBody.encode(true)`
 
 The inflated stream is bounded by `inflated_bytes_max` (the frame bound: a compressed body
 holds no more than a plain one could), and a body that breaks the layout raises
-`RegistrationError`.  `bodyCrc32`, when not 0, must be the CRC-32 of the body as sent.
+`RegistrationError`.  `bodyCrc32`, when not 0, must be the CRC-32 of the body as sent
+(its low 31 bits, as RocketMQ's `UtilAll.crc32` computes it).
 """
 
 from __future__ import annotations
@@ -52,15 +53,20 @@ class TopicConfigs:
         self.data_version = data_version
 
 
+CRC32_MASK = 0x7FFFFFFF
+"""RocketMQ's `UtilAll.crc32` keeps the low 31 bits of the CRC-32 (a positive int)."""
+
+
 def check_crc32(body: bytes, crc32_text: str | None) -> None:
-    """RocketMQ's `checksum`: a `bodyCrc32` of 0 or none means unchecked."""
+    """RocketMQ's `checksum`: a `bodyCrc32` of 0 or none means unchecked; else it must be
+    `UtilAll.crc32(body)`, the CRC-32's low 31 bits."""
     if not crc32_text or crc32_text == "0":
         return
     try:
-        expected = int(crc32_text) & 0xFFFFFFFF
+        expected = int(crc32_text)
     except ValueError:
         raise RegistrationError(f"bodyCrc32 {crc32_text[:20]!r} is not a number") from None
-    if zlib.crc32(body) != expected:
+    if zlib.crc32(body) & CRC32_MASK != expected:
         raise RegistrationError("crc32 not match")
 
 

@@ -51,7 +51,12 @@ def test_a_compressed_body_inflating_past_the_bound_is_refused() -> None:
 def test_the_crc32_is_checked_when_given() -> None:
     registration.check_crc32(b"abc", None)
     registration.check_crc32(b"abc", "0")
-    registration.check_crc32(b"abc", str(zlib.crc32(b"abc")))
+    registration.check_crc32(b"abc", str(zlib.crc32(b"abc")))  # 0x352441c2: bit 31 clear
+    # RocketMQ's UtilAll.crc32 keeps 31 bits: a body whose CRC-32 has bit 31 set
+    high = next(body for body in (bytes([n]) for n in range(256)) if zlib.crc32(body) >> 31)
+    registration.check_crc32(high, str(zlib.crc32(high) & 0x7FFFFFFF))
+    with pytest.raises(RegistrationError, match="crc32 not match"):
+        registration.check_crc32(high, str(zlib.crc32(high)))
     with pytest.raises(RegistrationError, match="crc32 not match"):
         registration.check_crc32(b"abc", "1")
 

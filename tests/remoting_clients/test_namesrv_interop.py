@@ -14,6 +14,8 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,21 +35,40 @@ ROUTE_TIMEOUT_S = 60.0
 SECOND_BROKER = "broker-b"
 
 
+@dataclass(frozen=True)
+class NameServer:
+    address: str
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
 @pytest.fixture(scope="module")
-def name_server() -> Iterator[str]:
-    """`mqstore namesrv` on a free loopback port, for the module."""
+def name_server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NameServer]:
+    """`mqstore namesrv` on a free loopback port for the module, its output in a file."""
     port = free_port()
-    process = subprocess.Popen([*MQSTORE, "namesrv", "--port", str(port),
-                                "--log-level", "WARNING"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = NameServer(f"127.0.0.1:{port}",
+                        tmp_path_factory.mktemp("namesrv") / "namesrv.out")
+    with open(server.log_path, "wb") as output:
+        process = subprocess.Popen([*MQSTORE, "namesrv", "--port", str(port),
+                                    "--log-level", "WARNING"],
+                                   stdout=output, stderr=subprocess.STDOUT)
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert f"listening on 127.0.0.1:{port}" in line, line
-        yield f"127.0.0.1:{port}"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while f"listening on {server.address}" not in server.log():
+            assert process.poll() is None, server.log()
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.1)
+        yield server
     finally:
         process.terminate()
         process.wait(timeout=START_TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def name_server(name_server_process: NameServer) -> str:
+    return name_server_process.address
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +145,8 @@ def test_two_groups_of_one_cluster(name_server: str, broker_a: RocketMqPeer,
         assert_every_message_once(result)
     # broker-b stopped (it unregisters, and its connection closes): only broker-a is left
     wait_for_groups(name_server, topic, [BROKER_NAME])
+
+
+def test_no_registration_was_refused(name_server_process: NameServer) -> None:
+    """Every REGISTER_BROKER of the brokers above was taken (bodies, CRC, bounds)."""
+    assert "registration refused" not in name_server_process.log()
