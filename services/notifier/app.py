@@ -45,6 +45,7 @@ from mqstore.services.common.http.bodies import (
     body_size_expect_handler,
     body_size_middleware,
 )
+from mqstore.services.common.observability.metrics import CallbackMetrics
 from mqstore.services.common.settings.auth import AuthSettings
 from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
 from mqstore.services.common.settings.remoting import RemotingSettings
@@ -52,7 +53,7 @@ from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.notifier.answers import behind_bytes_max
 from mqstore.services.notifier.handlers import NotifierHandlers
 from mqstore.services.notifier.held import HeldPulls
-from mqstore.services.notifier.metrics import NotifierMetrics
+from mqstore.services.notifier.metrics import NotifierMetrics, registration_metrics
 from mqstore.services.notifier.nacks import CopySender, Nacks
 from mqstore.services.notifier.notices import NoticeFeed, NoticeStream, notice_signer, refresh_loop
 from mqstore.services.notifier.openapi import notifier_openapi
@@ -143,6 +144,9 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     _add_routes(app.router, handlers, admin, RetryStatus(view, topic_names=admin.names),
                 expect)
     add_transactions(app, view, offsets, metrics.registry, remoting.front if remoting else None)
+    if remoting is not None:  # no series while remoting.namesrv_addresses is empty
+        metrics.registry.register(CallbackMetrics(registration_metrics(
+            remoting.registrar.counts)))
     app.cleanup_ctx.append(_background(feed, settings, state, indexer_ssl,
                                        notice_signer(users, auth)
                                        if users and settings.indexer_url else None))

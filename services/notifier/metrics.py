@@ -24,11 +24,14 @@
     mqstore_remoting_transaction_*                  with the remoting front: transactions'
                                                     ends, checks, halves waiting
                                                     (remoting/transaction_counts.py)
+    mqstore_remoting_namesrv_registrations_total    with remoting.namesrv_addresses: the
+      {namesrv, outcome}                            front's REGISTER_BROKER calls by name
+                                                    server and outcome (remoting/registrar.py)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -112,6 +115,15 @@ def transaction_metrics(counts: TransactionCounts) -> list[GaugeSpec]:
                   "When the check service's last pass ended (Unix time).",
                   last_pass(lambda found: found.finished_ms / 1000)),
     ]
+
+
+def registration_metrics(counts: Mapping[tuple[str, str], int]) -> list[GaugeSpec]:
+    """The remoting front's registrations with name servers (remoting/registrar.py)."""
+    return [CounterSpec("mqstore_remoting_namesrv_registrations_total",
+                        "REGISTER_BROKER calls to name servers, by name server address and "
+                        "outcome: success, refused, timeout, unreachable.",
+                        lambda: {key: float(total) for key, total in counts.items()},
+                        labels=("namesrv", "outcome"))]
 
 
 class NotifierMetrics:

@@ -7,6 +7,8 @@
       connections_max: 1000
       frame_size_bytes_max: 16777216
       held_pulls_max: 1000
+      namesrv_addresses: namesrv:9876   # register with these name servers ("a:9876;b:9876")
+      register_interval_ms: 30000
 
 The front runs inside the pull-notifier process.  Two addresses name it to clients:
 
@@ -56,6 +58,46 @@ class RemotingSettings:
 
     broker_name: str = "mqstore"
     """The one broker's name in routes, message queues and `brokerStatus`."""
+
+    broker_id: int = 0
+    """The broker id registered with name servers (`namesrv_addresses`): 0, a master, the
+    only id producers send to.  A follower's front that registers too sets 1 or more, so
+    the name servers add it to the group beside the master instead of replacing it."""
+
+    namesrv_addresses: str = ""
+    """Name servers to register with, as RocketMQ's `namesrvAddr`: "host:port;host:port"
+    (DNS names allowed).  Empty (the default, as under `mqstore up`): register nowhere; the
+    front answers name-server requests for itself either way.  Each name is resolved again
+    at each registration round and every address it resolves to is registered with (a
+    headless Service's pods), so adding name servers restarts no broker
+    (services/notifier/remoting/registrar.py)."""
+
+    ha_server_address: str = ""
+    """`haServerAddr` of each registration: where RocketMQ's own followers would replicate
+    from.  mqstore's followers find their master through `replication.master`, not through
+    a name server, so it stays empty unless a tool reads it."""
+
+    register_interval_ms: int = 30_000
+    """Every this long the front registers with each name server again (RocketMQ's
+    `registerNameServerPeriod`, 30 s): a name server drops a broker it has not heard from
+    in 120 s, four missed rounds."""
+
+    register_timeout_ms: int = 3_000
+    """One registration (or unregistration, or one name's DNS resolution) unanswered this
+    long is given up, logged and counted; the connection is closed and the next round
+    connects again.  At most `register_interval_ms`: a round never overlaps the next.
+    RocketMQ waits 24 s, but a name server answers a registration in milliseconds."""
+
+    register_topics_check_interval_ms: int = 1_000
+    """How often the front compares its topic table with what it last registered; a
+    change (a topic created, deleted, auto-created by a send, a new consumer group's retry
+    topic) registers again at once with a new data version, as RocketMQ's broker does after
+    `updateTopic`.  Each check reads `config/topics.json` and looks up every topic (about
+    1 µs each: 10 ms a second for 10,000 topics)."""
+
+    name_servers_max: int = 16
+    """Name-server addresses registered with at once (after DNS resolution); past it the
+    rest are left out and a warning names them.  Each is a connection and a task."""
 
     connections_max: int = 1000
     """Client connections at once; one more is closed at accept.  Each costs a socket and a
@@ -256,7 +298,9 @@ class RemotingSettings:
                      "server_calls_max", "transaction_check_interval_ms",
                      "transaction_timeout_ms", "transaction_check_max",
                      "transaction_halves_per_pass_max", "transaction_ops_per_pass_max",
-                     "transaction_end_wait_ms"):
+                     "transaction_end_wait_ms", "register_interval_ms",
+                     "register_timeout_ms", "register_topics_check_interval_ms",
+                     "name_servers_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be positive")
         for name in ("sql92_expression_chars_max", "sql92_cache_entries_max"):
@@ -276,3 +320,22 @@ class RemotingSettings:
         for name in ("cluster_name", "broker_name"):
             if not getattr(self, name):
                 raise ConfigError(f"{name} must not be empty")
+        self._check_registration()
+
+    def _check_registration(self) -> None:
+        if self.broker_id < 0:
+            raise ConfigError(f"broker_id={self.broker_id} must be 0 (a master) or more")
+        if self.register_timeout_ms > self.register_interval_ms:
+            raise ConfigError(f"register_timeout_ms={self.register_timeout_ms} must be at most "
+                              f"register_interval_ms={self.register_interval_ms}")
+        for address in self.namesrv_address_list:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+                raise ConfigError(f"namesrv_addresses: {address!r} must be host:port with a "
+                                  f"port in 1..65535 (entries separated by ';')")
+
+    @property
+    def namesrv_address_list(self) -> tuple[str, ...]:
+        """`namesrv_addresses` split at ';' (RocketMQ's separator), blanks dropped."""
+        return tuple(item.strip() for item in self.namesrv_addresses.split(";")
+                     if item.strip())

@@ -3,9 +3,11 @@
     build: the topic table, the offset table over the group files, the client table, a
            table of held pulls the notifier's notice feed also wakes, the writer link
     start: listen on `remoting.port`; flush offsets every `offsets_flush_interval_ms`;
-           check transactions every `transaction_check_interval_ms` (transaction_check.py)
-    close: stop the transaction checks, stop listening and drop connections, answer held
-           pulls, write the offsets, close the writer link
+           check transactions every `transaction_check_interval_ms` (transaction_check.py);
+           register with `namesrv_addresses` every `register_interval_ms` (registrar.py)
+    close: unregister from the name servers, stop the transaction checks, stop listening
+           and drop connections, answer held pulls, write the offsets, close the writer
+           link
 
 Why here and not in a process of its own (RocketMQ 5's proxy): this process already has
 the read-only store view, the held pulls and the indexer's notice stream, so a pull is
@@ -29,6 +31,7 @@ from mqstore.services.notifier.remoting.access import RemotingAccess
 from mqstore.services.notifier.remoting.client_table import ClientTable
 from mqstore.services.notifier.remoting.context import Front
 from mqstore.services.notifier.remoting.offset_table import OffsetTable
+from mqstore.services.notifier.remoting.registrar import BrokerRegistrar
 from mqstore.services.notifier.remoting.routing import HANDLERS
 from mqstore.services.notifier.remoting.server import RemotingServer
 from mqstore.services.notifier.remoting.server_calls import ServerCalls
@@ -69,6 +72,7 @@ class RemotingFront:
             if users is not None else None)
         self.server = RemotingServer(self.front, ssl_context=ssl_context)
         self.transaction_check = TransactionCheck(self.front)
+        self.registrar = BrokerRegistrar(self.front)
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
@@ -77,9 +81,11 @@ class RemotingFront:
             self.front.offsets.flush_loop(self.front.settings.offsets_flush_interval_ms),
             name="remoting-offsets")
         self.transaction_check.start()
+        self.registrar.start()
         return port
 
     async def close(self) -> None:
+        await self.registrar.close()  # first: name servers stop routing clients here
         await self.transaction_check.close()
         self.held.close()
         await self.server.close()

@@ -1,0 +1,91 @@
+"""`NamesrvLink`: the front's one connection to one name server, for its registrations.
+
+A name server drops a broker whose connection closes (RocketMQ's
+`BrokerHousekeepingService.onChannelClose`), so the connection stays open between rounds,
+as RocketMQ's broker keeps its channel.  Calls are one at a time (the registrar's task for
+this name server makes them in turn): write the request, read frames until the answer with
+its opaque (services/common/links/framing.py reads them: a frame at most
+`frame_size_bytes_max`, whole within `frame_read_timeout_ms`).  The caller bounds each call
+with its timeout; a call that fails or times out closes the connection, and the next one
+connects again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+
+from mqstore.services.common.links.framing import (
+    FramedStream,
+    FrameWatchdog,
+    TransportError,
+    open_framed_connection,
+)
+from mqstore.services.notifier.remoting.frame import Command, decode, encode
+
+
+class NamesrvLink:
+    def __init__(self, host: str, port: int, *, watchdog: FrameWatchdog) -> None:
+        self.host = host
+        self.port = port
+        self._watchdog = watchdog
+        self._stream: FramedStream | None = None
+        self._opaques = itertools.count(1)
+
+    @property
+    def address(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def next_opaque(self) -> int:
+        return next(self._opaques) & 0x7FFFFFFF
+
+    async def call(self, request: Command) -> Command:
+        """Send `request` and return its answer (ConnectionError if the link breaks).  Any
+        exception, a cancellation by the caller's timeout included, closes the link."""
+        try:
+            stream = await self._connected()
+            await stream.write(encode(request))
+            while True:
+                payload = await stream.read_frame()
+                if payload is None:
+                    raise TransportError("the name server closed the connection")
+                answer = decode(payload)
+                if answer.is_response and answer.opaque == request.opaque:
+                    return answer
+        except BaseException:
+            self.close()
+            raise
+
+    async def _connected(self) -> FramedStream:
+        stream = self._stream
+        if stream is not None and not stream.writer.is_closing():
+            return stream
+        self.close()
+        reader, writer = await open_framed_connection(self.host, self.port)
+        self._stream = self._watchdog.open_stream(reader, writer)
+        return self._stream
+
+    def close(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            self._watchdog.forget(stream)
+            stream.abort()
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """"host:port" (or "[v6]:port") as a host and a port; the settings checked the form."""
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+async def resolve(address: str, *, timeout_ms: int) -> list[tuple[str, int]]:
+    """Every (ip, port) `address` names now (a headless Service's name: one per pod)."""
+    host, port = split_address(address)
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(timeout_ms / 1000):
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found: dict[tuple[str, int], None] = {}
+    for _family, _type, _proto, _name, sockaddr in infos:
+        found[(str(sockaddr[0]), int(sockaddr[1]))] = None
+    return list(found)
