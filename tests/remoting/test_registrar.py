@@ -34,8 +34,10 @@ async def until(what: str, check: Callable[[], object]) -> None:
         await asyncio.sleep(0.02)
 
 
-async def started_namesrv() -> tuple[NamesrvServer, str]:
-    server = build(NamesrvSettings(port=0))
+async def started_namesrv(*, delete_topics_on_registration: bool = False
+                          ) -> tuple[NamesrvServer, str]:
+    server = build(NamesrvSettings(
+        port=0, delete_topics_on_registration=delete_topics_on_registration))
     port = await server.start()
     return server, f"127.0.0.1:{port}"
 
@@ -81,12 +83,15 @@ async def _a_silent_name_server_holds_only_its_own_task(tmp_path: Path) -> None:
         await namesrv.close()
 
 
-def test_a_topic_created_is_registered_with_a_new_data_version(tmp_path: Path) -> None:
-    asyncio.run(_a_topic_created_is_registered_with_a_new_data_version(tmp_path))
+def test_topics_created_and_deleted_are_registered_with_new_data_versions(tmp_path: Path) -> None:
+    asyncio.run(_topics_created_and_deleted_are_registered_with_new_data_versions(tmp_path))
 
 
-async def _a_topic_created_is_registered_with_a_new_data_version(tmp_path: Path) -> None:
-    namesrv, address = await started_namesrv()
+async def _topics_created_and_deleted_are_registered_with_new_data_versions(
+        tmp_path: Path) -> None:
+    """With `delete_topics_on_registration`, a name server drops what a master no longer
+    lists: the deletion reaches its routes through the next registration alone."""
+    namesrv, address = await started_namesrv(delete_topics_on_registration=True)
     settings = RemotingSettings(port=0, namesrv_addresses=address, **FAST)
     try:
         with front_over(tmp_path, settings=settings) as front:
@@ -98,6 +103,10 @@ async def _a_topic_created_is_registered_with_a_new_data_version(tmp_path: Path)
             await until("the new topic routed",
                         lambda: namesrv.namesrv.routes.route("fresh") is not None)
             assert registrar.version.counter == 1
+            assert front.topics.delete("fresh")
+            await until("the deleted topic gone",
+                        lambda: namesrv.namesrv.routes.route("fresh") is None)
+            assert registrar.version.counter == 2
             await registrar.close()
     finally:
         await namesrv.close()
