@@ -9,7 +9,7 @@ Plain (the default, `compressed` absent or false): JSON,
 where a TopicConfig is `{"topicName","readQueueNums","writeQueueNums","perm",
 "topicFilterType","topicSysFlag","order","attributes"}`.
 
-Compressed (`compressed=true`, a broker with `compressedRegister=true`): a zlib (deflate)
+Compressed (a broker with `compressedRegister=true`; see `decode` for the flag): a zlib
 stream of big-endian length-prefixed parts, as `RegisterBrokerBody.encode(true)` writes:
 
     i32 n, n bytes     dataVersion JSON
@@ -37,6 +37,8 @@ import orjson
 from mqstore.services.namesrv.route_table import QueueData
 
 _INT32 = struct.Struct(">i")
+ZLIB_FIRST_BYTE = b"\x78"
+"""A zlib stream's CMF byte with a 32 KiB window (Java's `Deflater`, any level)."""
 PERM_DEFAULT = 6
 """PERM_READ | PERM_WRITE: what a TopicConfig without `perm` means."""
 
@@ -71,9 +73,13 @@ def check_crc32(body: bytes, crc32_text: str | None) -> None:
 
 
 def decode(body: bytes, *, compressed: bool, inflated_bytes_max: int) -> TopicConfigs:
+    """`compressed`: the header's flag.  A body that starts as a zlib stream does (0x78, never
+    the `{` of JSON) is read as compressed whatever the flag says: RocketMQ 5.5.0's broker
+    always sends `compressed=false`, also when `compressedRegister=true` deflates the body
+    (its own name server then refuses the registration)."""
     if not body:
         return TopicConfigs({}, {})
-    if compressed:
+    if compressed or body[:1] == ZLIB_FIRST_BYTE:
         return _decode_compressed(_inflate(body, inflated_bytes_max))
     document = _json(body, "the registration body")
     wrapper = document.get("topicConfigSerializeWrapper") or {}

@@ -42,6 +42,14 @@ def test_a_compressed_body_round_trips() -> None:
     assert configs.data_version == {"counter": 5, "timestamp": 1}
 
 
+def test_a_compressed_body_is_read_as_such_whatever_the_flag_says() -> None:
+    """RocketMQ 5.5.0's broker sends `compressed=false` with a deflated body."""
+    topics = {"t": QueueData(read_queue_nums=2, write_queue_nums=2, perm=6)}
+    body = registration.encode_compressed(topics, {"counter": 1, "timestamp": 1})
+    configs = registration.decode(body, compressed=False, inflated_bytes_max=INFLATED_MAX)
+    assert configs.topics == topics
+
+
 def test_a_compressed_body_inflating_past_the_bound_is_refused() -> None:
     body = zlib.compress(b"\0" * (INFLATED_MAX * 4))
     with pytest.raises(RegistrationError, match="inflates past"):

@@ -3,7 +3,8 @@
 RocketMQ 5.5.0 brokers (rocketmq_peer.py, `namesrv=`) register with `mqstore namesrv` and
 no RocketMQ name server runs: RocketMQ's Java client 5.5.0, given only mqstore's name
 server, produces and consumes every message once, first with one broker group, then with
-two groups of one cluster (`broker-a`, `broker-b`) whose route lists both groups' queues.
+two groups of one cluster (`broker-a`, `broker-b`) whose route lists both groups' queues;
+`broker-b` registers with compressed bodies and QUERY_DATA_VERSION, `broker-a` as by default.
 `mqadmin` reads the cluster and routes from it, and a broker that stops leaves the routes.
 """
 
@@ -33,6 +34,11 @@ QUEUES = 4
 START_TIMEOUT_S = 30.0
 ROUTE_TIMEOUT_S = 60.0
 SECOND_BROKER = "broker-b"
+SECOND_BROKER_SETTINGS: dict[str, object] = {
+    "brokerName": SECOND_BROKER,
+    # Its registrations are deflated (sent with compressed=false all the same), and it asks
+    # QUERY_DATA_VERSION before each periodic one, registering only when its topics changed.
+    "compressedRegister": "true", "forceRegister": "false"}
 
 
 @dataclass(frozen=True)
@@ -126,8 +132,8 @@ def test_one_group_serves_a_client_routed_by_mqstore_namesrv(
 def test_two_groups_of_one_cluster(name_server: str, broker_a: RocketMqPeer,
                                    java_clients: JavaClients) -> None:
     admin = MqAdmin(java_clients)
-    with RocketMqPeer.start(namesrv=name_server,
-                            broker_settings={"brokerName": SECOND_BROKER}) as broker_b:
+    with RocketMqPeer.start(namesrv=name_server, broker_settings=SECOND_BROKER_SETTINGS
+                            ) as broker_b:
         rows = admin.run("clusterList", name_server).table()
         assert sorted(row[1] for row in rows) == [BROKER_NAME, SECOND_BROKER], rows
         topic = f"ns-two-{uuid.uuid4().hex[:10]}"
