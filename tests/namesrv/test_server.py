@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -155,3 +156,42 @@ def test_a_frame_over_the_bound_closes_and_silent_brokers_expire() -> None:
 def test_settings_out_of_range_are_refused(bad: dict[str, int]) -> None:
     with pytest.raises(NamesrvConfigError):
         dataclasses.replace(NamesrvSettings(), **bad)
+
+
+def test_the_expiry_scan_drops_a_silent_broker_on_its_own() -> None:
+    """The connection stays open: only the scan (every 50 ms, expiry 300 ms) drops it."""
+    settings = dataclasses.replace(SETTINGS, broker_expiry_ms=300, expiry_scan_interval_ms=50)
+
+    async def test(server: NamesrvServer, address: str) -> None:
+        client = await RemotingClient.connect(address)
+        await client.request(handlers.REGISTER_BROKER, register_header("a", "h:1"),
+                             register_body("t"))
+        unknown = await client.request(handlers.QUERY_DATA_VERSION,
+                                       register_header("b", "h:2"), b"{}")
+        assert (unknown.ext_fields["changed"], unknown.body) == ("true", b"")
+        registered_s = time.monotonic()
+        while server.namesrv.routes.live:
+            assert time.monotonic() - registered_s < 5, "never expired"
+            await asyncio.sleep(0.02)
+        assert time.monotonic() - registered_s >= 0.25  # not long before broker_expiry_ms
+        gone = await client.request(codes.GET_ROUTEINFO_BY_TOPIC, {"topic": "t"})
+        assert gone.code == codes.TOPIC_NOT_EXIST
+        await client.close()
+    serve(test, settings)
+
+
+def test_at_connections_max_a_new_connection_is_closed() -> None:
+    settings = dataclasses.replace(SETTINGS, connections_max=2)
+
+    async def test(server: NamesrvServer, address: str) -> None:
+        clients = [await RemotingClient.connect(address) for _ in range(2)]
+        for client in clients:  # each between frames: none can be closed to make room
+            assert (await client.request(codes.GET_BROKER_CLUSTER_INFO)).code == 0
+        host, _, port = address.rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        assert await asyncio.wait_for(reader.read(1), 5) == b""  # closed at accept
+        writer.close()
+        assert server.connections_open == 2
+        for client in clients:
+            await client.close()
+    serve(test, settings)
