@@ -122,6 +122,9 @@ class RouteTable:
         """REGISTER_BROKER (103)."""
         key = (registration.cluster, registration.broker_address)
         self._check_bounds(registration, key)
+        moved = self.live.get(key)
+        if moved is not None and moved.broker_name != registration.broker_name:
+            self.drop(*key)  # an address is in one group: groups stay within brokers_max
         group = self.groups.get(registration.broker_name)
         if group is None:
             group = self.groups[registration.broker_name] = BrokerGroup(

@@ -146,6 +146,14 @@ def test_bounds_refuse_and_change_nothing() -> None:
     assert list(routes.clusters) == ["c1"]
 
 
+def test_an_address_registered_under_a_new_name_leaves_its_old_group() -> None:
+    routes = table(brokers_max=1)
+    routes.register(master("a", "h:1", {"t": RW}), now_ms=0)
+    routes.register(master("b", "h:1", {"u": RW}), now_ms=1)
+    assert list(routes.groups) == ["b"]
+    assert routes.topic_names() == ["u"]
+
+
 def test_write_permission_and_topic_deletion() -> None:
     routes = table()
     routes.register(master("a", "h:1", {"t": RW, "u": RW}), now_ms=0)
