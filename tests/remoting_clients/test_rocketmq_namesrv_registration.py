@@ -5,8 +5,9 @@ name server, produces to and consumes from mqstore.
 RocketMQ's name server runs alone from the jars the peer harness builds (rocketmq_peer.py):
 no RocketMQ broker runs.  `mqstore up` registers with it (`remoting.namesrv_addresses`).  A
 topic the producer sends to does not exist: the client routes it by TBW102 (which mqstore
-registered), the front creates it, registers again, and the read-back finds its route.  A
-clean stop of mqstore unregisters it.
+registered), the front creates it, registers again, and the read-back finds its route; a
+push consumer then gets every message of another topic.  A clean stop of mqstore
+unregisters it.
 """
 
 from __future__ import annotations
@@ -100,6 +101,15 @@ def wait_for_route(namesrv: str, topic: str) -> dict[str, Any]:
     return route
 
 
+def assert_every_message_once(result: dict[str, Any]) -> None:
+    assert result["sent"] == COUNT, result
+    assert result["received"] == COUNT, result
+    assert result["missingCount"] == 0, result
+    assert result["duplicates"] == 0, result
+    assert result["mismatches"] == [], result
+    assert result["ok"] is True, result
+
+
 def test_java_client_routed_by_rocketmq_namesrv_to_mqstore(tmp_path: Path) -> None:
     clients = JavaClients.build(CLIENT_5)
     with rocketmq_namesrv() as namesrv:
@@ -111,16 +121,13 @@ def test_java_client_routed_by_rocketmq_namesrv_to_mqstore(tmp_path: Path) -> No
             assert [data["brokerName"] for data in route["brokerDatas"]] == ["mqstore"]
 
             topic = f"rocketmq-ns-{uuid.uuid4().hex[:10]}"
-            result = clients.run("produce", namesrv=namesrv, topic=topic, mode="sync",
-                                 count=COUNT)
-            assert result["sent"] == COUNT, result
-            assert result["received"] == COUNT, result
-            assert result["missingCount"] == 0, result
-            assert result["duplicates"] == 0, result
-            assert result["mismatches"] == [], result
-            assert result["ok"] is True, result
+            assert_every_message_once(clients.run("produce", namesrv=namesrv, topic=topic,
+                                                  mode="sync", count=COUNT))
             route = wait_for_route(namesrv, topic)
             assert [data["brokerAddrs"] for data in route["brokerDatas"]] == [{"0": front}]
+            # a push consumer: its group's %RETRY% topic is routed by the name server too
+            assert_every_message_once(clients.run("push-concurrently", namesrv=namesrv,
+                                                  topic=f"{topic}-push", count=COUNT))
         deadline = time.monotonic() + ROUTE_TIMEOUT_S
         while route_of(namesrv, AUTO_CREATE_TEMPLATE_TOPIC) is not None:
             assert time.monotonic() < deadline, "mqstore's broker is still routed after stop"
