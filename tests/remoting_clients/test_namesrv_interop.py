@@ -147,8 +147,13 @@ def test_two_groups_of_one_cluster(name_server: str, broker_a: RocketMqPeer,
         shown = admin.run("topicRoute", name_server, "-t", topic)
         assert not shown.failed and broker_b.broker in shown.output, shown.output
         result = java_clients.run("produce", namesrv=name_server, topic=topic, mode="sync",
-                                  count=COUNT)
+                                  count=COUNT, report_sent=True)
         assert_every_message_once(result)
+        # the producer spread the sends over both groups: each stored some (offsetMsgId =
+        # the storing broker's IPv4 and port, 8 hex digits each, then the commit log offset)
+        stored_by = {f"127.0.0.1:{int(sent['offsetMsgId'][8:16], 16)}"
+                     for sent in result["sentMessages"]}
+        assert stored_by == {broker_a.broker, broker_b.broker}, stored_by
     # broker-b stopped (it unregisters, and its connection closes): only broker-a is left
     wait_for_groups(name_server, topic, [BROKER_NAME])
 
