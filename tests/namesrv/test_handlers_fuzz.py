@@ -1,7 +1,7 @@
 """A seeded fuzz of every name-server handler (services/namesrv/handlers.py): random header
 fields and bodies answer with a RocketMQ code and a remark, never a Python error (which
-server.py would answer as SYSTEM_ERROR with the exception's name), and the tables stay
-within their bounds."""
+services/namesrv/server.py would answer as SYSTEM_ERROR with the exception's name), and
+the tables stay within their bounds."""
 
 from __future__ import annotations
 
