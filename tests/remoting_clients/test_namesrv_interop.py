@@ -146,6 +146,8 @@ def test_two_groups_of_one_cluster(name_server: str, broker_a: RocketMqPeer,
         assert {q["writeQueueNums"] for q in route["queueDatas"]} == {QUEUES}
         shown = admin.run("topicRoute", name_server, "-t", topic)
         assert not shown.failed and broker_b.broker in shown.output, shown.output
+        listed = admin.run("topicList", name_server)
+        assert not listed.failed and topic in listed.output.split(), listed.output
         result = java_clients.run("produce", namesrv=name_server, topic=topic, mode="sync",
                                   count=COUNT, report_sent=True)
         assert_every_message_once(result)
