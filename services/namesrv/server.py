@@ -30,7 +30,7 @@ from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
-    oldest_open_frame,
+    make_room,
     start_framed_server,
 )
 from mqstore.services.namesrv.handlers import HANDLERS, Namesrv
@@ -99,17 +99,8 @@ class NamesrvServer:
             self.expire()
 
     def _admit(self) -> bool:
-        if len(self._streams) < self.namesrv.settings.connections_max:
-            return True
-        connection_id = oldest_open_frame(self._streams)
-        if connection_id is None:
-            log.warning("refused a connection: %d open, none in a frame (namesrv "
-                        "connections_max)", len(self._streams))
-            return False
-        log.info("closed connection %d to admit another: its frame is the oldest open one "
-                 "(namesrv connections_max)", connection_id)
-        self._streams.pop(connection_id).abort()
-        return True
+        return make_room(self._streams, connections_max=self.namesrv.settings.connections_max,
+                         setting="namesrv connections_max", logger=log)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -53,7 +53,7 @@ from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
-    oldest_open_frame,
+    make_room,
     start_framed_server,
 )
 from mqstore.services.common.settings.config_file import WriterSettings
@@ -108,15 +108,9 @@ class ForwardServer:
     def _admit(self) -> bool:
         """At `forward_connections_max`, close the connection whose handshake or frame has
         been open longest (never the front's, which sends whole frames)."""
-        if len(self._streams) < self._settings.forward_connections_max:
-            return True
-        victim = oldest_open_frame(self._streams)
-        if victim is None:
-            log.warning("refused a forward connection: %d open (forward_connections_max)",
-                        len(self._streams))
-            return False
-        self._streams.pop(victim).abort()
-        return True
+        return make_room(self._streams,
+                         connections_max=self._settings.forward_connections_max,
+                         setting="forward_connections_max", logger=log)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

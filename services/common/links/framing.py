@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -367,3 +368,23 @@ def oldest_open_frame(streams: Mapping[Key, FramedStream]) -> Key | None:
                   for number, (key, stream) in enumerate(streams.items())
                   if (started_s := stream.frame_started_s) is not None]
     return min(open_since)[2] if open_since else None
+
+
+def make_room(streams: dict[Key, FramedStream], *, connections_max: int, setting: str,
+              logger: logging.Logger) -> bool:
+    """Room for one more connection of a listener whose open connections are `streams`: at
+    `connections_max`, abort the one whose open frame began longest ago (`oldest_open_frame`,
+    a slow sender's) and forget it; False if every one is between frames (the new connection
+    is refused).  `setting` names the bound in the log line."""
+    if len(streams) < connections_max:
+        return True
+    victim = oldest_open_frame(streams)
+    if victim is None:
+        logger.warning("refused a connection: %d open, none in a frame (%s)", len(streams),
+                       setting)
+        return False
+    logger.info("closed connection %s to admit another: its frame is the oldest open one "
+                "(%s)", victim, setting)
+    streams.pop(victim).abort()
+    return True
+

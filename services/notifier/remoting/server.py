@@ -49,7 +49,7 @@ from mqstore.services.common.links.framing import (
     FramedStream,
     FrameLimits,
     FrameWatchdog,
-    oldest_open_frame,
+    make_room,
     start_framed_server,
 )
 from mqstore.services.common.settings.remoting import RemotingSettings
@@ -136,17 +136,8 @@ class RemotingServer:
     def _admit(self) -> bool:
         """Room for one more connection: at `connections_max`, close the one whose open
         frame began longest ago (a slow sender's); False if every one is between frames."""
-        if len(self._streams) < self._settings.connections_max:
-            return True
-        connection_id = oldest_open_frame(self._streams)
-        if connection_id is None:
-            log.warning("refused a connection: %d open, none in a frame (connections_max)",
-                        len(self._streams))
-            return False
-        log.info("closed connection %d to admit another: its frame is the oldest open one "
-                 "(connections_max)", connection_id)
-        self._streams.pop(connection_id).abort()
-        return True
+        return make_room(self._streams, connections_max=self._settings.connections_max,
+                         setting="connections_max", logger=log)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
