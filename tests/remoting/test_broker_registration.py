@@ -10,7 +10,6 @@ stop unregisters it at once.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,7 +22,7 @@ import pytest
 
 from tests.processes import MQSTORE
 from tests.remoting.up_process import mqstore_up
-from tests.remoting_clients.raw_remoting import GET_ROUTEINFO_BY_TOPIC, SUCCESS, request
+from tests.remoting_clients.raw_remoting import SUCCESS, request, route_of
 from tests.remoting_clients.rocketmq_peer import free_port
 
 UPDATE_AND_CREATE_TOPIC = 17
@@ -50,14 +49,6 @@ def name_server() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
-
-
-def route_of(namesrv: str, topic: str) -> dict[str, Any] | None:
-    response = request(namesrv, GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic})
-    if response.header.get("code") != SUCCESS:
-        return None
-    route: dict[str, Any] = json.loads(response.body)
-    return route
 
 
 def wait_until(what: str, check: Any) -> Any:

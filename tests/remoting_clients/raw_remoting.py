@@ -85,6 +85,17 @@ def broker_addresses(namesrv: str) -> list[str]:
     return sorted(set(re.findall(r'"(\d{1,3}(?:\.\d{1,3}){3}:\d+)"', text)))
 
 
+def route_of(namesrv: str, topic: str) -> dict[str, Any] | None:
+    """The name server's route for `topic` (GET_ROUTEINFO_BY_TOPIC), or None if it has none.
+    fastjson (RocketMQ's name server) may write the brokerAddrs keys bare (`{0:"..."}`): they
+    are quoted to parse."""
+    response = request(namesrv, GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic})
+    if response.header.get("code") != SUCCESS:
+        return None
+    route: dict[str, Any] = json.loads(response.body.decode().replace('{0:"', '{"0":"'))
+    return route
+
+
 def has_route(namesrv: str, topic: str) -> bool:
     """Whether the name server answers GET_ROUTEINFO_BY_TOPIC for `topic` with SUCCESS."""
     return request(namesrv, GET_ROUTEINFO_BY_TOPIC,

@@ -10,7 +10,6 @@ two groups of one cluster (`broker-a`, `broker-b`) whose route lists both groups
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 import uuid
@@ -24,7 +23,7 @@ import pytest
 from tests.processes import MQSTORE
 from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
 from tests.remoting_clients.mqadmin import MqAdmin
-from tests.remoting_clients.raw_remoting import GET_ROUTEINFO_BY_TOPIC, SUCCESS, request
+from tests.remoting_clients.raw_remoting import route_of
 from tests.remoting_clients.rocketmq_peer import BROKER_NAME, RocketMqPeer, free_port
 
 pytestmark = pytest.mark.remoting_clients
@@ -86,14 +85,6 @@ def broker_a(name_server: str) -> Iterator[RocketMqPeer]:
 @pytest.fixture(scope="module")
 def java_clients() -> JavaClients:
     return JavaClients.build(CLIENT_5)
-
-
-def route_of(namesrv: str, topic: str) -> dict[str, Any] | None:
-    response = request(namesrv, GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic})
-    if response.header.get("code") != SUCCESS:
-        return None
-    route: dict[str, Any] = json.loads(response.body)
-    return route
 
 
 def wait_for_groups(namesrv: str, topic: str, names: list[str]) -> dict[str, Any]:

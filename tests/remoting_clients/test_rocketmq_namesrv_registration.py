@@ -13,7 +13,6 @@ unregisters it.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import subprocess
 import tempfile
@@ -28,7 +27,7 @@ import pytest
 from tests.remoting.up_process import mqstore_up
 from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
 from tests.remoting_clients.maven_build import build
-from tests.remoting_clients.raw_remoting import GET_ROUTEINFO_BY_TOPIC, SUCCESS, request
+from tests.remoting_clients.raw_remoting import route_of
 from tests.remoting_clients.rocketmq_peer import (
     AUTO_CREATE_TEMPLATE_TOPIC,
     DIE_WITH_PARENT,
@@ -81,16 +80,6 @@ def rocketmq_namesrv() -> Iterator[str]:
             process.kill()
             process.wait()
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def route_of(namesrv: str, topic: str) -> dict[str, Any] | None:
-    response = request(namesrv, GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic})
-    if response.header.get("code") != SUCCESS:
-        return None
-    # fastjson may write the brokerAddrs keys bare ({0:"..."}): quote them to parse
-    text = response.body.decode().replace('{0:"', '{"0":"')
-    route: dict[str, Any] = json.loads(text)
-    return route
 
 
 def wait_for_route(namesrv: str, topic: str) -> dict[str, Any]:
