@@ -78,12 +78,12 @@ class Target:
         return float(sum(harness.process_cpu_seconds(pid) for pid in self.pids))
 
 
-def settle(target: Target) -> float:
+def settle(target: Target, *, wait_s_max: float = SETTLE_WAIT_S_MAX) -> float:
     """Wait until the target's servers are idle (`SETTLE_IDLE_CPU_S` in a second), at most
-    `SETTLE_WAIT_S_MAX`; returns the seconds waited."""
+    `wait_s_max`; returns the seconds waited."""
     started = time.monotonic()
     before = target.cpu_seconds()
-    while time.monotonic() - started < SETTLE_WAIT_S_MAX:
+    while time.monotonic() - started < wait_s_max:
         time.sleep(1.0)
         after = target.cpu_seconds()
         if after - before < SETTLE_IDLE_CPU_S:
@@ -101,6 +101,8 @@ class Sizes:
     """Single sends and as many in batches before the first case, not recorded: a fresh JVM
     broker interprets its code for the first thousands of requests, and its JIT compiles
     would be charged to the first case's CPU per message."""
+    settle_wait_s: float = SETTLE_WAIT_S_MAX
+    """How long to wait for the servers to go idle before each case, at most."""
 
 
 def run_bench(clients: JavaClients, target: Target, scenario: str, topic: str,
@@ -168,7 +170,7 @@ def measure(clients: JavaClients, target: Target, flush: str, cases: Sequence[st
                   count=sizes.warmup_count)
     rows = []
     for case in cases:
-        settled_s = settle(target)
+        settled_s = settle(target, wait_s_max=sizes.settle_wait_s)
         result = run_case(clients, target, case, sizes, batch_topic)
         messages = result["messages"] if case != "latency-1000" else result["received"]
         rows.append({"target": target.label, "flush": flush, "case": case,
@@ -217,6 +219,9 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-count", type=int, default=Sizes.batch_count)
     parser.add_argument("--latency-seconds", type=int, default=Sizes.latency_seconds)
     parser.add_argument("--warmup-count", type=int, default=Sizes.warmup_count)
+    parser.add_argument("--settle-wait-s", type=float, default=Sizes.settle_wait_s,
+                        help="wait at most this long for the servers to go idle before each "
+                             "case (0: do not wait)")
     arguments = parser.parse_args(argv)
     if arguments.namesrv and (len(arguments.flush) != 1 or not arguments.pids):
         parser.error("--namesrv needs --pids and the one --flush that system runs with")
@@ -228,7 +233,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     sizes = Sizes(arguments.single_count, arguments.batch_count, arguments.latency_seconds,
-                  arguments.warmup_count)
+                  arguments.warmup_count, arguments.settle_wait_s)
     clients = JavaClients.build(CLIENT_5)
     conditions = harness.Conditions.now()
     rows: list[dict[str, Any]] = []

@@ -29,7 +29,7 @@ def test_every_case_moves_messages(rocketmq_peer: RocketMqPeer, tmp_path: Path) 
          "--namesrv", rocketmq_peer.namesrv, "--label", "peer",
          "--pids", ",".join(map(str, rocketmq_peer.pids)),
          "--single-count", "640", "--batch-count", "2048", "--latency-seconds", "2",
-         "--warmup-count", "1024"],
+         "--warmup-count", "1024", "--settle-wait-s", "1"],
         env=environment, capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "load average" in done.stdout
