@@ -76,7 +76,10 @@ def test_send_backs_are_counted_by_outcome_and_dead_letters_by_path(tmp_path: Pa
     with front_over(tmp_path, config=indexer_config(store_host="127.0.0.1:9876")) as served:
         front = dataclasses.replace(served, link=link)  # type: ignore[arg-type]
         assert _send_back(front, offset).code == codes.SUCCESS
+        assert front.topics.get("%DLQ%billing") is None
         assert _send_back(front, offset, delayLevel="-1").code == codes.SUCCESS
+        # routed at once, though the link stored nothing the store view could notice
+        assert front.topics.require("%DLQ%billing").read_queue_nums == 1
         with pytest.raises(RemotingError, match="look message by offset failed"):
             _send_back(front, offset + 1)  # no message starts there
         link.status = PutStatus.SERVICE_NOT_AVAILABLE
@@ -103,9 +106,11 @@ def test_a_clients_own_retry_send_past_its_max_counts_as_a_dead_letter(
     with front_over(tmp_path) as front:
         kept = retries.dead_letter_if_spent(front, request, forward(3))
         assert (kept.kind, kept.topic) == (KIND_SINGLE, "%RETRY%billing")
+        assert front.topics.get("%DLQ%billing") is None
         assert front.retry_counts.dead_letters == {"send_back": 0, "retry_send": 0, "nack": 0}
         routed = retries.dead_letter_if_spent(front, request, forward(4))
         assert (routed.kind, routed.topic) == (KIND_ROUTED, "%DLQ%billing")
+        assert front.topics.get("%DLQ%billing") is not None
         assert front.retry_counts.dead_letters == {"send_back": 0, "retry_send": 1, "nack": 0}
         assert front.retry_counts.send_backs == {"retry": 0, "dead_letter": 0, "refused": 0}
 

@@ -162,7 +162,8 @@ class StoringLink:
     async def send(self, request: ForwardRequest) -> ForwardAnswer:
         result = self._writer.put(Message(request.topic, request.queue_id, request.body,
                                           properties=decode_properties(request.properties)))
-        assert result.ok, result
+        if not result.ok:  # a refusal (disk full, ...) is answered, as the forward listener does
+            return ForwardAnswer(request.request_id, result.status.value, [], result.reason)
         return ForwardAnswer(request.request_id, result.status.value, [
             (result.queue_offset, result.physical_offset, result.store_timestamp_ms)], "")
 

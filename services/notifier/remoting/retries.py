@@ -46,7 +46,11 @@ async def send_back(front: Front, request: Command, peer: Peer) -> Command:
     except Exception:  # any answer but SUCCESS: the client sends the message itself
         front.retry_counts.send_back("refused")
         raise
-    front.retry_counts.send_back("dead_letter" if topic.startswith(DLQ_PREFIX) else "retry")
+    if topic.startswith(DLQ_PREFIX):
+        front.topics.add_dead_letter_topic(topic)
+        front.retry_counts.send_back("dead_letter")
+    else:
+        front.retry_counts.send_back("retry")
     return request.answer(SUCCESS)
 
 
@@ -101,5 +105,6 @@ def dead_letter_if_spent(front: Front, request: Command,
     properties = decode_properties(forward.properties)
     properties[PROPERTY_DELAY] = "-1"
     front.retry_counts.retry_send_dead_lettered()
+    front.topics.add_dead_letter_topic(topic)
     return forward._replace(kind=KIND_ROUTED, queue_id=0, topic=topic,
                             properties=encode_properties(properties))

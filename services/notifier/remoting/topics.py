@@ -82,6 +82,8 @@ class TopicTable:
         self._topics_max = topics_max
         self._on_disk = on_disk
         self._topics: Topics = self._file.read()
+        self._dead_letter_topics: set[str] = set()
+        """`%DLQ%<group>` topics this front stored into (`add_dead_letter_topic`)."""
         self._read_s = -math.inf
         """When `get` last read the file (monotonic seconds)."""
 
@@ -112,11 +114,22 @@ class TopicTable:
         if topic.startswith(RETRY_PREFIX):  # one queue, as RocketMQ's `retryQueueNums`
             return TopicConfig(topic, RETRY_QUEUE_COUNT, RETRY_QUEUE_COUNT, PERM_READ_WRITE)
         if topic.startswith(DLQ_PREFIX):  # routed once it holds a message
+            held = topic in self._dead_letter_topics or topic in self._on_disk()
             return TopicConfig(topic, DEAD_LETTER_QUEUE_COUNT, DEAD_LETTER_QUEUE_COUNT,
-                               PERM_READ_WRITE) if topic in self._on_disk() else None
+                               PERM_READ_WRITE) if held else None
         if topic in self._on_disk():
             return self.default(topic)
         return None
+
+    def add_dead_letter_topic(self, topic: str) -> None:
+        """Route `topic` (a `%DLQ%<group>`) from now on: this front has sent a message to it,
+        as RocketMQ creates the topic when it dead-letters the first message.  Without this
+        a consumer asking right after the send-back could find no route until the message
+        is dispatched and the store view has noticed its queue.  Bounded by `topics_max`
+        (past it the topic is routed once the view notices it, as before)."""
+        assert topic.startswith(DLQ_PREFIX), topic
+        if len(self._dead_letter_topics) < self._topics_max:
+            self._dead_letter_topics.add(topic)
 
     def check_name(self, topic: str) -> None:
         """MESSAGE_ILLEGAL with the rule broken, as the writer would refuse the name."""

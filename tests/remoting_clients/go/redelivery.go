@@ -253,8 +253,13 @@ func redeliver(o options) (map[string]any, error) {
 }
 
 // readDlq reads dlqTopic from its first offset with a push consumer of a new group (so the
-// topic must be routable and readable) until every sent message came or dlqReadTimeout.
+// topic must be routable and readable) until every sent message came or dlqReadTimeout.  It
+// first waits for the route: the last delivery is seen before the consumer sends it back, so
+// the broker may not have dead-lettered it yet.
 func readDlq(o options, dlqTopic string, messages []sent) map[string]any {
+	if err := awaitRoute(o, dlqTopic, routeTimeout); err != nil {
+		return map[string]any{"routeError": err.Error()}
+	}
 	log := newDeliveryLog(messages, -1)
 	pc, err := pushConsumer(o, o.group+dlqReaderSuffix, dlqTopic, -1, 0, log.record)
 	if err != nil {
