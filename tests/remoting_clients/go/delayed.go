@@ -48,7 +48,8 @@ func sendDelayed(p rocketmq.Producer, o options, index, level int) (sent, map[st
 	report["queueOffset"] = result.QueueOffset
 	report["msgId"] = result.MsgID
 	report["offsetMsgId"] = result.OffsetMsgID
-	return sent{m, result.MsgID, result.MessageQueue.QueueId, result.QueueOffset}, report
+	return sent{m, result.MsgID, result.MessageQueue.QueueId, result.QueueOffset,
+		result.MessageQueue.BrokerName}, report
 }
 
 func delayedProducer(o options) (rocketmq.Producer, error) {

@@ -65,6 +65,7 @@ type sent struct {
 	msgID   string
 	queueID int
 	offset  int64
+	broker  string
 }
 
 func parseOptions() options {
@@ -175,7 +176,8 @@ func produce(o options) ([]sent, error) {
 		if result.Status != primitive.SendOK {
 			return out, fmt.Errorf("send %d: status %d", i, result.Status)
 		}
-		out = append(out, sent{m, result.MsgID, result.MessageQueue.QueueId, result.QueueOffset})
+		out = append(out, sent{m, result.MsgID, result.MessageQueue.QueueId, result.QueueOffset,
+			result.MessageQueue.BrokerName})
 	}
 	return out, nil
 }
@@ -185,6 +187,7 @@ type checker struct {
 	mu         sync.Mutex
 	expected   map[int]sent
 	counts     map[int]int
+	byBroker   map[string]int
 	mismatches []string
 	mismatched int
 	unexpected int
@@ -209,6 +212,7 @@ func (c *checker) receive(m *primitive.MessageExt) {
 		return
 	}
 	c.counts[index]++
+	c.byBroker[m.Queue.BrokerName]++
 	c.compare(index, s, m)
 }
 
@@ -225,6 +229,7 @@ func (c *checker) compare(index int, s sent, m *primitive.MessageExt) {
 	check("tags", s.message.GetTags(), m.GetTags())
 	check("keys", s.message.GetKeys(), m.GetKeys())
 	check("msgId", s.msgID, m.MsgId)
+	check("broker", s.broker, m.Queue.BrokerName)
 	check("queueId", s.queueID, m.Queue.QueueId)
 	check("queueOffset", s.offset, m.QueueOffset)
 	for _, name := range []string{"idx", "color", "note"} {
@@ -283,7 +288,12 @@ func (c *checker) report(o options, sentCount int) map[string]any {
 		}
 	}
 	sort.Ints(missing)
+	sentByBroker := map[string]int{}
+	for _, s := range c.expected {
+		sentByBroker[s.broker]++
+	}
 	return map[string]any{
+		"sentByBroker": sentByBroker, "receivedByBroker": c.byBroker,
 		"scenario": "go-produce-consume", "sent": sentCount, "expected": len(c.expected),
 		"received": c.received, "missingCount": len(missing),
 		"missing": missing[:min(samplesMax, len(missing))], "duplicates": duplicates,
@@ -304,7 +314,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "produce:", err)
 		os.Exit(1)
 	}
-	c := &checker{expected: map[int]sent{}, counts: map[int]int{}}
+	c := &checker{expected: map[int]sent{}, counts: map[int]int{},
+		byBroker: map[string]int{}}
 	for i, s := range messages {
 		c.expected[i] = s
 	}
