@@ -16,12 +16,9 @@ a cluster name CoreDNS answers itself."""
 
 from __future__ import annotations
 
-import base64
 import json
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,14 +27,12 @@ from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import json_lines
 
 from .kube import Kube, condition, wait_for
-from .node_pods import RESTRICTED_CONTAINER, RESTRICTED_POD, restricted_namespace
+from .node_go_client import CLIENT, client_pod, copy_binary, exec_in_client, users_keys
+from .node_pods import restricted_namespace
 from .node_state import Node
 
 BROKER = "reach"
-CLIENT = "go-client"
 MESSAGES = 200
-WORK_DIR = "/work"
-"""The client pod's only writable path (an emptyDir): the binary and its cwd."""
 READY_TIMEOUT_S = 300.0
 """One pod: an init container and three containers with their probes on a loaded 2-core
 machine (about 30 s when quiet)."""
@@ -55,43 +50,6 @@ def broker_manifest(namespace: str, client_namespace: str) -> dict[str, Any]:
             "metadata": {"name": BROKER, "namespace": namespace},
             "spec": {"storage": {"size": "1Gi", "segmentSizeBytes": 64 << 20},
                      "network": {"clients": [peer]}}}
-
-
-def client_pod(namespace: str, image: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": CLIENT, "namespace": namespace},
-            "spec": {"securityContext": RESTRICTED_POD, "automountServiceAccountToken": False,
-                     "terminationGracePeriodSeconds": 1,
-                     "volumes": [{"name": "work", "emptyDir": {"sizeLimit": "64Mi"}}],
-                     "containers": [{
-                         "name": CLIENT, "image": image, "imagePullPolicy": "Never",
-                         "command": ["sleep", "infinity"], "workingDir": WORK_DIR,
-                         "env": [{"name": "HOME", "value": WORK_DIR}],
-                         "securityContext": RESTRICTED_CONTAINER,
-                         "volumeMounts": [{"name": "work", "mountPath": WORK_DIR}],
-                         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
-                                       "limits": {"memory": "256Mi"}}}]}}
-
-
-def _exec(kube: Kube, namespace: str, *argv: str, stdin: bytes = b"",
-          timeout_s: float = 60.0) -> str:
-    done = subprocess.run([str(kube.bin_dir / "kubectl"), "exec", "-i", "-n", namespace,
-                           CLIENT, "--", *argv], input=stdin, capture_output=True,
-                          env=kube.env, timeout=timeout_s, check=False)
-    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
-    assert done.returncode == 0, f"{argv[0]} exited {done.returncode}:\n{stdout[-3000:]}\n" \
-                                 f"{stderr[-6000:]}"
-    return stdout
-
-
-def copy_binary(kube: Kube, namespace: str, binary: Path) -> str:
-    """The binary into the pod's emptyDir through `kubectl exec` stdin (the image has
-    python, not necessarily tar for `kubectl cp`); returns its path in the pod."""
-    target = f"{WORK_DIR}/{binary.name}"
-    script = (f"import os, sys; open({target!r}, 'wb').write(sys.stdin.buffer.read()); "
-              f"os.chmod({target!r}, 0o755)")
-    _exec(kube, namespace, "python", "-c", script, stdin=binary.read_bytes())
-    return target
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +85,10 @@ def test_a_go_client_in_another_namespace_produces_and_consumes_through_the_serv
              timeout_s=120)
     ready_s = time.monotonic() - started
     binary = copy_binary(kube, client_namespace, go.binary)
-    access_key, secret_key = _users_keys(kube, broker_namespace)
+    access_key, secret_key = users_keys(kube, BROKER, broker_namespace)
 
     namesrv = f"{BROKER}.{broker_namespace}.svc:9876"
-    output = _exec(kube, client_namespace, binary, "-namesrv", namesrv, "-topic", "Reach",
+    output = exec_in_client(kube, client_namespace, binary, "-namesrv", namesrv, "-topic", "Reach",
                    "-count", str(MESSAGES), "-timeout-s", "120", "-access-key", access_key,
                    "-secret-key", secret_key, timeout_s=CLIENT_TIMEOUT_S)
     (report,) = list(json_lines(output))
@@ -153,10 +111,3 @@ def test_a_go_client_in_another_namespace_produces_and_consumes_through_the_serv
                        ).stdout.strip()
     assert env == f"{pod_ip}:9876"
 
-
-def _users_keys(kube: Kube, namespace: str) -> tuple[str, str]:
-    """The admin account the operator generated into `<broker>-users`."""
-    data = wait_for("the users Secret", lambda: (kube.get("secret", f"{BROKER}-users",
-                                                          namespace) or {}).get("data"))
-    return (base64.b64decode(data["accessKey"]).decode(),
-            base64.b64decode(data["secretKey"]).decode())
