@@ -72,6 +72,12 @@ class RemotingSettings:
     headless Service's pods), so adding name servers restarts no broker
     (services/notifier/remoting/registrar.py)."""
 
+    cluster_topics_copy_enabled: bool = True
+    """A broker with no topic of its own (a new group) that registers with a name server
+    takes the cluster's topics from it, so adding a group to a cluster serves every topic
+    (services/notifier/remoting/cluster_topics.py).  Off: topics are created by hand, as
+    on RocketMQ (`mqadmin updateTopic -c`)."""
+
     ha_server_address: str = ""
     """`haServerAddr` of each registration: where RocketMQ's own followers would replicate
     from.  mqstore's followers find their master through `replication.master`, not through

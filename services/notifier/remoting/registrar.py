@@ -13,6 +13,9 @@ broker does (`BrokerController.registerBrokerAll`), when `remoting.namesrv_addre
                     is counted and a failure logged, and the next wake tries again.  A
                     wake while a registration runs is kept (one flag, never a queue), so a
                     slow or dead name server holds only its own task
+    join            once, after the first registration a name server accepts: a broker
+                    holding no topic of its own takes its cluster's topics from that name
+                    server (cluster_topics.py; `cluster_topics_copy_enabled`)
     close           stop the tasks, UNREGISTER_BROKER to every name server at once (each
                     within register_timeout_ms), close the connections
 
@@ -32,8 +35,9 @@ import logging
 import time
 
 from mqstore.services.common.links.framing import FrameLimits, FrameWatchdog
+from mqstore.services.notifier.remoting import cluster_topics
 from mqstore.services.notifier.remoting import registration_requests as requests
-from mqstore.services.notifier.remoting.codes import SUCCESS
+from mqstore.services.notifier.remoting.codes import SUCCESS, RemotingError
 from mqstore.services.notifier.remoting.context import Front
 from mqstore.services.notifier.remoting.frame import Command, FrameError
 from mqstore.services.notifier.remoting.namesrv_link import NamesrvLink, resolve
@@ -71,6 +75,8 @@ class BrokerRegistrar:
         self._round: asyncio.Task[None] | None = None
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
         """Registrations by (name server address, outcome)."""
+        self._joined = False
+        """The join was tried (or is not wanted: `start` found topics of this broker's)."""
 
     @property
     def enabled(self) -> bool:
@@ -78,6 +84,9 @@ class BrokerRegistrar:
 
     def start(self) -> None:
         if self.enabled:
+            # Decided before any client can auto-create a topic here.
+            self._joined = not self._settings.cluster_topics_copy_enabled or \
+                cluster_topics.holds_topics(self._front)
             self._round = asyncio.create_task(self._rounds(), name="remoting-registrar")
 
     async def close(self) -> None:
@@ -168,6 +177,22 @@ class BrokerRegistrar:
             server.woken.clear()
             outcome = await self._register(server.link)
             self.counts[(server.link.address, outcome)] += 1
+            if outcome == "success" and not self._joined:
+                self._joined = True
+                await self._join(server.link)
+
+    async def _join(self, link: NamesrvLink) -> None:
+        """Take the cluster's topics: this broker held none at start (cluster_topics.py)."""
+        try:
+            created = await cluster_topics.copy_cluster_topics(self._front, link)
+        except (OSError, TimeoutError, FrameError, RemotingError, ValueError) as error:
+            log.warning("the cluster's topics not taken from name server %s: %r; create "
+                        "them by hand (mqadmin updateTopic -c)", link.address, error)
+            return
+        if created:
+            log.info("joined cluster %s empty: created its %d topics from name server %s: %s",
+                     self._settings.cluster_name, len(created), link.address,
+                     ", ".join(created[:20]))
 
     async def _register(self, link: NamesrvLink) -> str:
         request = requests.register_request(
