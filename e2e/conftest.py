@@ -40,6 +40,7 @@ from .monitoring import build as build_monitoring
 from .node import build as build_node
 from .node import down, up
 from .node_netpol import build as build_netpol
+from .node_pods import restricted_namespace
 from .node_release import install_release
 from .node_state import Node
 
@@ -101,6 +102,18 @@ def node_kube(node: Node) -> Kube:
 def node_release(node: Node, node_kube: Kube) -> str:
     """The chart installed once on the node (e2e/node_release.py); its namespace."""
     return install_release(node, node_kube)
+
+
+@pytest.fixture(scope="module")
+def client_namespaces(node: Node, node_kube: Kube,
+                      node_release: str) -> Iterator[tuple[str, str]]:
+    """(a Broker's namespace, its RocketMQ client's), both restricted, on the node; deleted
+    after the module's tests."""
+    broker_namespace, client_namespace = (restricted_namespace(node_kube),
+                                          restricted_namespace(node_kube))
+    yield broker_namespace, client_namespace
+    for namespace in (broker_namespace, client_namespace):
+        node_kube.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
 @pytest.fixture(scope="session")

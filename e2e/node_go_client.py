@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .kube import Kube, wait_for
+from .kube import Kube, condition, wait_for
 from .node_pods import RESTRICTED_CONTAINER, RESTRICTED_POD
 
 CLIENT = "go-client"
@@ -64,3 +64,8 @@ def users_keys(kube: Kube, broker: str, namespace: str) -> tuple[str, str]:
                                                           namespace) or {}).get("data"))
     return (base64.b64decode(data["accessKey"]).decode(),
             base64.b64decode(data["secretKey"]).decode())
+
+
+def is_ready(kube: Kube, kind: str, name: str, namespace: str) -> bool:
+    """Whether the object's Ready condition is True (a pod's, a Broker's)."""
+    return (condition(kube.get(kind, name, namespace), "Ready") or {}).get("status") == "True"

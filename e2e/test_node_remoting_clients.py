@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,9 +25,15 @@ import pytest
 from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import json_lines
 
-from .kube import Kube, condition, wait_for
-from .node_go_client import CLIENT, client_pod, copy_binary, exec_in_client, users_keys
-from .node_pods import restricted_namespace
+from .kube import Kube, wait_for
+from .node_go_client import (
+    CLIENT,
+    client_pod,
+    copy_binary,
+    exec_in_client,
+    is_ready,
+    users_keys,
+)
 from .node_state import Node
 
 BROKER = "reach"
@@ -52,36 +57,22 @@ def broker_manifest(namespace: str, client_namespace: str) -> dict[str, Any]:
                      "network": {"clients": [peer]}}}
 
 
-@pytest.fixture(scope="module")
-def namespaces(node: Node, node_kube: Kube, node_release: str) -> Iterator[tuple[str, str]]:
-    """(the Broker's namespace, the client's), both restricted; deleted afterwards."""
-    broker_namespace, client_namespace = (restricted_namespace(node_kube),
-                                          restricted_namespace(node_kube))
-    yield broker_namespace, client_namespace
-    for namespace in (broker_namespace, client_namespace):
-        node_kube.kubectl("delete", "namespace", namespace, "--wait=false")
-
-
-def _ready(kube: Kube, kind: str, name: str, namespace: str) -> bool:
-    return (condition(kube.get(kind, name, namespace), "Ready") or {}).get("status") == "True"
-
-
 def test_a_go_client_in_another_namespace_produces_and_consumes_through_the_service(
-        node: Node, node_kube: Kube, namespaces: tuple[str, str]) -> None:
+        node: Node, node_kube: Kube, client_namespaces: tuple[str, str]) -> None:
     """The Go client in the client namespace, given `reach.<namespace>.svc:9876` and the
     Broker's generated admin account, sends 200 messages (each acknowledged SEND_OK) and
     its push consumer receives every one exactly once, field by field.  The route it
     followed names pod 0 by its headless-Service name, and the pod's STOREHOST is its IP."""
     kube = node_kube
-    broker_namespace, client_namespace = namespaces
+    broker_namespace, client_namespace = client_namespaces
     started = time.monotonic()
     go = GoClient.build(static=True)
     built_s = time.monotonic() - started
     kube.apply(broker_manifest(broker_namespace, client_namespace))
     kube.apply(client_pod(client_namespace, node.images["mqstore"]))
-    wait_for("the Broker to be Ready", lambda: _ready(kube, "broker", BROKER, broker_namespace),
+    wait_for("the Broker to be Ready", lambda: is_ready(kube, "broker", BROKER, broker_namespace),
              timeout_s=READY_TIMEOUT_S)
-    wait_for("the client pod to be ready", lambda: _ready(kube, "pod", CLIENT, client_namespace),
+    wait_for("the client pod to be ready", lambda: is_ready(kube, "pod", CLIENT, client_namespace),
              timeout_s=120)
     ready_s = time.monotonic() - started
     binary = copy_binary(kube, client_namespace, go.binary)
