@@ -18,10 +18,22 @@ same container.  An IPv6 pod IP also works unbracketed: the port is after the la
 (storage/format/hosts.py splits there).  The namespace is the Broker's, known when the
 manifest is built.
 
+In a cluster (name servers, operator/groups.py) the notifier also registers its pod with
+the name servers under its own broker id, the pod's index (pod 0, the master, is 0; the
+followers 1..N, which a name server keeps beside the master instead of replacing it):
+
+    MQSTORE_REMOTING__BROKER_ID             metadata.labels['apps.kubernetes.io/pod-index']
+      (remoting.broker_id)
+
+The StatefulSet controller sets that label on every pod (Kubernetes 1.28 and later).
+
 An extra notifier (notifier.replicas, operator/network.py) has no writer in its pod and
 cannot store a send, so it advertises pod 0's name: a client that asks it for a route is
 sent to the master, for sends and pulls alike.  Its own STOREHOST is its pod IP (the msg ids
-of what it serves name where they were read).
+of what it serves name where they were read).  In a cluster it does not register (its
+`remoting.namesrv_addresses` is emptied): pod 0 registers that address itself, and a
+second registration of it would be dropped from the routes whenever the extra notifier's
+connection closes.
 """
 
 from __future__ import annotations
@@ -34,6 +46,9 @@ POD_NAME_VARIABLE = "POD_NAME"
 POD_IP_VARIABLE = "POD_IP"
 STORE_HOST_VARIABLE = "MQSTORE_STORE__STORE_HOST"
 ADVERTISED_ADDRESS_VARIABLE = "MQSTORE_REMOTING__ADVERTISED_ADDRESS"
+BROKER_ID_VARIABLE = "MQSTORE_REMOTING__BROKER_ID"
+NAMESRV_ADDRESSES_VARIABLE = "MQSTORE_REMOTING__NAMESRV_ADDRESSES"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
 def _field(variable: str, field_path: str) -> dict[str, Any]:
@@ -62,8 +77,18 @@ def broker_pod_env(*, broker_name: str, namespace: str) -> list[dict[str, Any]]:
             {"name": ADVERTISED_ADDRESS_VARIABLE, "value": own}]
 
 
-def extra_notifier_env(*, broker_name: str, namespace: str) -> list[dict[str, Any]]:
-    """The env of an extra notifier: its own STOREHOST, and pod 0 (the master) advertised."""
+def broker_id_env() -> list[dict[str, Any]]:
+    """A cluster's notifier in a broker pod: the pod's index is its broker id."""
+    return [_field(BROKER_ID_VARIABLE, f"metadata.labels['{POD_INDEX_LABEL}']")]
+
+
+def extra_notifier_env(*, broker_name: str, namespace: str,
+                       clustered: bool = False) -> list[dict[str, Any]]:
+    """The env of an extra notifier: its own STOREHOST, and pod 0 (the master) advertised;
+    in a cluster, no registration (pod 0 registers that address)."""
     master = advertised_address(f"{broker_name}-0", broker_name=broker_name,
                                 namespace=namespace)
-    return [*store_host_env(), {"name": ADVERTISED_ADDRESS_VARIABLE, "value": master}]
+    env = [*store_host_env(), {"name": ADVERTISED_ADDRESS_VARIABLE, "value": master}]
+    if clustered:
+        env.append({"name": NAMESRV_ADDRESSES_VARIABLE, "value": ""})
+    return env

@@ -27,7 +27,8 @@ CONFIG_HASH_LENGTH = 16
 """Hex digits of sha256 kept: 64 bits, no collision among a broker's config versions."""
 
 
-def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> dict[str, Any]:
+def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
+                    cluster_name: str | None = None) -> dict[str, Any]:
     """The config file as a dict, one for every pod.  The three containers share the pod's
     network namespace, so the notifier reaches the indexer's notice stream on 127.0.0.1.
     Pod 0's writer runs as the master (store.role), every other pod's follows it: the
@@ -37,7 +38,9 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
     and in a pod the probes, Prometheus, clients and followers all come from outside (the
     writer's forward listener stays on loopback: only the pod's own notifier uses it); the
     NetworkPolicies decide who gets in.  The Secrets' files are named where
-    `pod_secrets.py` mounts them."""
+    `pod_secrets.py` mounts them.  In a cluster (`cluster_name` set, operator/groups.py)
+    the remoting front registers the group (`broker_name`) with the cluster's name
+    servers; each pod's broker id comes from its pod index (operator/addresses.py)."""
     in_use = secrets_in_use(broker_name, spec)
     host = LISTEN_ALL
     replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,
@@ -53,6 +56,10 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str) -> di
                      "indexer_url": f"{http_scheme(in_use)}://127.0.0.1:{names.INDEXER_PORT}"},
         "remoting": {"host": host, "port": names.REMOTING_PORT},
     }
+    if cluster_name is not None:
+        document["remoting"].update(
+            cluster_name=cluster_name, broker_name=broker_name,
+            namesrv_addresses=names.namesrv_address(cluster_name, namespace))
     if in_use.users is not None:
         document["auth"] = {"users_file": config_path(USERS_PATH)}
     if in_use.tls is not None:
@@ -67,9 +74,11 @@ def http_scheme(in_use: SecretsInUse) -> str:
     return "https" if in_use.tls is not None else "http"
 
 
-def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str) -> str:
+def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str,
+                  cluster_name: str | None = None) -> str:
     """The file's text: sorted keys, so equal settings give equal text and an equal hash."""
-    document = config_document(spec, broker_name=broker_name, namespace=namespace)
+    document = config_document(spec, broker_name=broker_name, namespace=namespace,
+                               cluster_name=cluster_name)
     return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
 
 
@@ -79,7 +88,8 @@ def config_hash(text: str) -> str:
 
 def build_config_map(broker: Mapping[str, Any], spec: BrokerSpec) -> dict[str, Any]:
     text = render_config(spec, broker_name=broker["metadata"]["name"],
-                         namespace=broker["metadata"]["namespace"])
+                         namespace=broker["metadata"]["namespace"],
+                         cluster_name=names.cluster_name(broker))
     metadata = names.child_metadata(broker, names.config_map_name(broker["metadata"]["name"]))
     metadata["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_hash(text)}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,

@@ -21,6 +21,15 @@ ALLOW_SCALE_DOWN_ANNOTATION = f"{GROUP}/allow-scale-down"
 CONFIG_HASH_ANNOTATION = f"{GROUP}/config-hash"
 """On the pod template: a changed config file changes it, and so rolls the pods."""
 
+BROKER_LABEL = f"{GROUP}/broker"
+"""On every child of a cluster (a Broker with name servers): the Broker's name, so
+`kubectl get pods -l mqstore.io/broker=<broker>` lists every group's pods and the name
+servers.  A one-group Broker without name servers has no such label (its children stay as
+they were before clusters existed)."""
+CLUSTER_KEY = "cluster"
+"""In a group's view of its Broker (operator/groups.py): `{"name": <the Broker's name>}`.
+Never sent to the API server."""
+
 DATA_VOLUME = "data"
 """The volumeClaimTemplate's name: claims are `data-<broker>-<ordinal>`."""
 CONFIG_FILE = "mqstore.yaml"
@@ -48,6 +57,21 @@ def common_labels(broker_name: str, component: str = "broker") -> dict[str, str]
             "app.kubernetes.io/managed-by": FIELD_MANAGER}
 
 
+def cluster_name(broker: Mapping[str, Any]) -> str | None:
+    """The Broker's name if `broker` is a group's view of a cluster, else None."""
+    cluster = broker.get(CLUSTER_KEY)
+    return None if cluster is None else str(cluster["name"])
+
+
+def child_labels(broker: Mapping[str, Any], component: str = "broker") -> dict[str, str]:
+    """`common_labels` of the (group's) name, and BROKER_LABEL in a cluster."""
+    labels = common_labels(broker["metadata"]["name"], component)
+    cluster = cluster_name(broker)
+    if cluster is not None:
+        labels[BROKER_LABEL] = cluster
+    return labels
+
+
 def label_selector_text(labels: Mapping[str, str]) -> str:
     """`a=b,c=d`, sorted: the form of status.labelSelector and list queries."""
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
@@ -55,6 +79,34 @@ def label_selector_text(labels: Mapping[str, str]) -> str:
 
 def headless_service_name(broker_name: str) -> str:
     return f"{broker_name}-headless"
+
+
+def group_name(broker_name: str, index: int) -> str:
+    """Group 0 has the Broker's own name (a one-group Broker's objects and claims become
+    group 0 of a cluster unchanged); group g >= 1 is `<broker>-g<g>`."""
+    assert index >= 0
+    return broker_name if index == 0 else f"{broker_name}-g{index}"
+
+
+def namesrv_name(broker_name: str) -> str:
+    """The name servers' Deployment and the ClusterIP Service clients are given."""
+    return f"{broker_name}-namesrv"
+
+
+def namesrv_headless_service_name(broker_name: str) -> str:
+    return f"{broker_name}-namesrv-headless"
+
+
+def namesrv_address(broker_name: str, namespace: str) -> str:
+    """What every group registers with: the headless Service's name, which resolves to
+    every ready name-server pod (the registrar resolves it again each round)."""
+    return f"{namesrv_headless_service_name(broker_name)}.{namespace}.svc:{REMOTING_PORT}"
+
+
+def namesrv_client_address(broker_name: str, namespace: str) -> str:
+    """What clients are given: the ClusterIP Service (any name server answers every
+    route)."""
+    return f"{namesrv_name(broker_name)}.{namespace}.svc:{REMOTING_PORT}"
 
 
 def config_map_name(broker_name: str) -> str:
@@ -86,16 +138,24 @@ def claim_name(broker_name: str, ordinal: int) -> str:
 
 
 def owner_reference(broker: Mapping[str, Any]) -> dict[str, Any]:
-    """Makes a child garbage-collected with its Broker."""
+    """Makes a child garbage-collected with its Broker (the real one, for a group's view:
+    the uid is the Broker's in both)."""
     metadata = broker["metadata"]
-    return {"apiVersion": API_VERSION, "kind": KIND, "name": metadata["name"],
+    name = cluster_name(broker) or metadata["name"]
+    return {"apiVersion": API_VERSION, "kind": KIND, "name": name,
             "uid": metadata["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether `obj` names the object of `uid` among its owners."""
+    references = obj.get("metadata", {}).get("ownerReferences") or []
+    return any(reference.get("uid") == uid for reference in references)
 
 
 def child_metadata(broker: Mapping[str, Any], name: str, *,
                    component: str = "broker") -> dict[str, Any]:
     return {"name": name, "namespace": broker["metadata"]["namespace"],
-            "labels": common_labels(broker["metadata"]["name"], component),
+            "labels": child_labels(broker, component),
             "ownerReferences": [owner_reference(broker)]}
 
 

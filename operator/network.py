@@ -77,9 +77,10 @@ def build_notifier_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *, im
     indexer_url = (f"{probe_scheme(spec).lower()}://{name}-0."
                    f"{names.headless_service_name(name)}:{names.INDEXER_PORT}")
     container["env"] = [{"name": "MQSTORE_NOTIFIER__INDEXER_URL", "value": indexer_url},
-                        *extra_notifier_env(broker_name=name,
-                                            namespace=broker["metadata"]["namespace"])]
-    volumes = [*pod_volumes(name, spec),
+                        *extra_notifier_env(
+                            broker_name=name, namespace=broker["metadata"]["namespace"],
+                            clustered=names.cluster_name(broker) is not None)]
+    volumes = [*pod_volumes(name, spec, cluster_name=names.cluster_name(broker)),
                {"name": names.DATA_VOLUME,
                 "persistentVolumeClaim": {"claimName": names.claim_name(name, 0)}}]
     return {
@@ -90,7 +91,7 @@ def build_notifier_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *, im
             "replicas": spec.notifier.replicas,
             "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": {**names.common_labels(name, "notifier"), **labels},
+                "metadata": {"labels": {**names.child_labels(broker, "notifier"), **labels},
                              "annotations": {names.CONFIG_HASH_ANNOTATION: config_hash}},
                 "spec": {"securityContext": pod_security(), "enableServiceLinks": False,
                          "automountServiceAccountToken": False,
@@ -109,3 +110,10 @@ def build_notifier_service(broker: Mapping[str, Any]) -> dict[str, Any]:
                                              component="notifier"),
             "spec": {"type": "ClusterIP", "selector": notifier_labels(name),
                      "ports": _ports(("notifier", names.NOTIFIER_PORT))}}
+
+
+def notifier_object_names(broker_name: str) -> list[tuple[str, str, str]]:
+    """(apiVersion, kind, name) of the extra notifiers' objects: deleted at replicas 0."""
+    name = names.notifier_name(broker_name)
+    return [("apps/v1", "Deployment", name), ("v1", "Service", name),
+            ("networking.k8s.io/v1", "NetworkPolicy", name)]

@@ -6,6 +6,7 @@
 | 8081, 8083, 9876 | produce (writer), consume (notifier HTTP, remoting) | `network.clients` |
 | 8082 | the indexer's notice stream | the Broker's extra notifiers only |
 | 8081, 8082, 8083 | /metrics, on the HTTP ports | `network.metrics` |
+| 9876 on a name server | registration, routes | every group's broker pods, `network.clients` |
 
 Everything else into the pods is refused once a policy selects them (the writer's forward
 listener and the notifier's link to the indexer stay on the pod's loopback, which no policy
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import names
+from .name_server import namesrv_labels
 from .network import notifier_labels
 from .spec import BrokerSpec, PeerSpec
 
@@ -80,3 +82,18 @@ def build_notifier_network_policy(broker: Mapping[str, Any],
     rules = [*_rule(NOTIFIER_CLIENT_PORTS, clients), *_rule([names.NOTIFIER_PORT], metrics)]
     return _policy(broker, names.notifier_name(name), component="notifier",
                    pod_labels=notifier_labels(name), rules=rules)
+
+
+def build_namesrv_network_policy(broker: Mapping[str, Any],
+                                 spec: BrokerSpec) -> dict[str, Any]:
+    """The name servers (nameServer.replicas > 0): every group's broker pods register,
+    clients ask for routes; both on the remoting port, nothing else."""
+    name = broker["metadata"]["name"]
+    brokers = {"podSelector": {"matchLabels": {names.BROKER_LABEL: name,
+                                               "app.kubernetes.io/component": "broker"}}}
+    clients = [render_peer(peer) for peer in spec.network.clients]
+    rules = [*_rule([names.REMOTING_PORT], [brokers]), *_rule([names.REMOTING_PORT], clients)]
+    policy = _policy(broker, names.namesrv_name(name), component="namesrv",
+                     pod_labels=namesrv_labels(name), rules=rules)
+    policy["metadata"]["labels"][names.BROKER_LABEL] = name
+    return policy

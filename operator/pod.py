@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import names
-from .addresses import broker_pod_env
+from .addresses import broker_id_env, broker_pod_env
 from .pod_secrets import projected_sources, secrets_in_use
 from .spec import BrokerSpec, ServiceSpec
 
@@ -91,20 +91,23 @@ def preallocate_container(*, image: str, pull_policy: str,
             "securityContext": container_security(), "volumeMounts": _mounts()}
 
 
-def pod_volumes(broker_name: str, spec: BrokerSpec) -> list[dict[str, Any]]:
+def pod_volumes(broker_name: str, spec: BrokerSpec, *,
+                cluster_name: str | None = None) -> list[dict[str, Any]]:
     """The config file and the Secrets' files in one projected volume at /etc/mqstore:
     one read-only mount, no volume mounted inside another, and a rotated Secret's files
-    are replaced in place by the kubelet."""
+    are replaced in place by the kubelet.  A cluster's groups (`cluster_name` set) share
+    the Broker's Secrets: one set of credentials for every group."""
     config = {"configMap": {"name": names.config_map_name(broker_name)}}
-    secrets = projected_sources(secrets_in_use(broker_name, spec))
+    secrets = projected_sources(secrets_in_use(cluster_name or broker_name, spec))
     return [{"name": "config", "projected": {"sources": [config, *secrets]}},
             {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": TMP_SIZE_LIMIT}}]
 
 
-def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, namespace: str,
-                    image: str) -> dict[str, Any]:
+def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, namespace: str, image: str,
+                    cluster_name: str | None = None) -> dict[str, Any]:
     """Every service container gets the pod's addresses (operator/addresses.py): the
-    writer stamps STOREHOST, the notifier answers routes and msg ids with them."""
+    writer stamps STOREHOST, the notifier answers routes and msg ids with them, and in a
+    cluster (`cluster_name` set) registers with the pod's index as its broker id."""
     settings = {"writer": spec.writer, "indexer": spec.indexer, "notifier": spec.notifier}
     containers = [service_container(service=service, port=port, image=image,
                                     pull_policy=spec.image_pull_policy,
@@ -112,13 +115,15 @@ def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, namespace: str,
                   for service, port in _SERVICES]
     for container in containers:
         container["env"] = broker_pod_env(broker_name=broker_name, namespace=namespace)
+        if cluster_name is not None and container["name"] == "notifier":
+            container["env"] += broker_id_env()
     pod: dict[str, Any] = {
         "securityContext": pod_security(),
         "terminationGracePeriodSeconds": SHUTDOWN_GRACE_S,
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
         "containers": containers,
-        "volumes": pod_volumes(broker_name, spec),
+        "volumes": pod_volumes(broker_name, spec, cluster_name=cluster_name),
     }
     if spec.storage.preallocate:
         pod["initContainers"] = [preallocate_container(

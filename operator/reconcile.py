@@ -9,21 +9,33 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import names
 from .conditions import DEGRADED, Condition, newly_true
 from .config_map import build_config_map
+from .groups import GROUPS_MAX, cluster_spec, clustered, group_view
 from .kube import ApiError, KubeApi, object_path
+from .name_server import (
+    build_namesrv_client_service,
+    build_namesrv_deployment,
+    build_namesrv_headless_service,
+    namesrv_object_names,
+)
 from .network import (
     build_client_service,
     build_disruption_budget,
     build_headless_service,
     build_notifier_deployment,
     build_notifier_service,
+    notifier_object_names,
 )
-from .network_policy import build_broker_network_policy, build_notifier_network_policy
+from .network_policy import (
+    build_broker_network_policy,
+    build_namesrv_network_policy,
+    build_notifier_network_policy,
+)
 from .pod_secrets import RANDOM_BYTES, build_generated_secret, secret_problem, secrets_in_use
 from .settings import OperatorSettings
 from .spec import BrokerSpec, SpecError, check_store_settings, parse_spec, store_settings
@@ -33,7 +45,7 @@ from .statefulset import (
     keep_immutable_fields,
     live_replicas,
 )
-from .status import Observation, build_status, desired_conditions
+from .status import GroupObservation, Observation, build_status, desired_conditions
 from .volumes import GrowthPlan, plan_growth
 
 
@@ -49,8 +61,11 @@ class Outcome:
 
 @dataclasses.dataclass
 class Applied:
-    statefulset: Mapping[str, Any] | None
+    statefulsets: list[Mapping[str, Any] | None]
+    """Each group's StatefulSet as the last apply answered (or as it was)."""
     config_hash: str
+    """Group 0's (each group's config file names its group)."""
+    name_servers: Mapping[str, Any] | None = None
     scale_down_refused: str = ""
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -63,48 +78,113 @@ def pause_state(metadata: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[b
     return False, ""
 
 
+def _parsed(raw_spec: Mapping[str, Any], settings: OperatorSettings) -> tuple[BrokerSpec, str]:
+    """The spec and the image, or `SpecError`."""
+    spec = parse_spec(raw_spec)
+    check_store_settings(store_settings(spec))
+    return spec, _image(spec, settings)
+
+
 async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
                     settings: OperatorSettings, now: str) -> Outcome:
     metadata = broker["metadata"]
     namespace, name = metadata["namespace"], metadata["name"]
     raw_spec = broker.get("spec") or {}
     paused, pause_source = pause_state(metadata, raw_spec)
-    selector = names.label_selector_text(names.selector_labels(name))
-    claims_path = object_path("v1", "PersistentVolumeClaim", namespace)
-    live_sts = await api.get(object_path("apps/v1", "StatefulSet", namespace, name))
-    claims: list[Mapping[str, Any]] = [
-        *await api.list(claims_path, label_selector=selector)]
-    observed: dict[str, Any] = {
-        "generation": int(metadata.get("generation", 0)), "paused": paused,
-        "pause_source": pause_source, "statefulset": live_sts, "claims": claims,
-        "label_selector": selector}
+    observed: dict[str, Any] = {"generation": int(metadata.get("generation", 0)),
+                                "paused": paused, "pause_source": pause_source}
+    spec: BrokerSpec | None = None
+    image = ""
     try:
-        spec = parse_spec(raw_spec)
-        check_store_settings(store_settings(spec))
-        image = _image(spec, settings)
+        spec, image = _parsed(raw_spec, settings)
     except SpecError as error:
         observed["invalid_spec"] = str(error)
-    else:
+    live_sets, foreign = await read_groups(api, namespace, name, uid=metadata["uid"],
+                                           wanted=spec.groups if spec else 1)
+    if spec is not None and foreign:
+        observed["invalid_spec"] = (
+            f"StatefulSet {', '.join(foreign)} exists and is not this Broker's (another "
+            f"Broker's name?): its groups are left alone until one of the two is renamed")
+        spec = None
+    if spec is not None:
+        spec, observed["group_scale_in_refused"] = cluster_spec(
+            spec, live_groups=live_group_count(live_sets))
+    group_names = [names.group_name(name, index) for index in range(len(live_sets))]
+    selectors = [names.label_selector_text(names.selector_labels(group))
+                 for group in group_names]
+    claims_path = object_path("v1", "PersistentVolumeClaim", namespace)
+    claims: list[Mapping[str, Any]] = [
+        claim for selector in selectors
+        for claim in await api.list(claims_path, label_selector=selector)]
+    in_cluster = spec is not None and clustered(spec)
+    observed.update(statefulset=live_sets[0], claims=claims,
+                    label_selector=pods_selector(name, clustered=in_cluster))
+    if spec is not None and in_cluster:
+        observed.update(name_servers_wanted=spec.name_server.replicas, name_servers=await api.get(
+            object_path("apps/v1", "Deployment", namespace, names.namesrv_name(name))))
+    if spec is not None:
         observed["wanted_replicas"] = spec.replicas
         if paused:
             observed["growth"] = plan_growth(claims, size=spec.storage.size)
         else:
-            applied = await apply_children(api, broker, spec, live_sts, image=image)
-            growth, claims, problems = await grow_claims(api, claims_path, selector, claims,
+            applied = await apply_children(api, broker, spec, live_sets, image=image)
+            growth, claims, problems = await grow_claims(api, claims_path, selectors, claims,
                                                          size=spec.storage.size)
-            observed.update(statefulset=applied.statefulset, claims=claims, growth=growth,
+            live_sets = applied.statefulsets
+            observed.update(statefulset=live_sets[0], claims=claims, growth=growth,
                             config_hash=applied.config_hash,
+                            name_servers=applied.name_servers or observed.get("name_servers"),
                             scale_down_refused=applied.scale_down_refused,
                             problems=[*applied.problems, *problems])
-    observation = Observation(**observed)
-    old_status = broker.get("status") or {}
+    observed["groups"] = [GroupObservation(name=group, statefulset=live)
+                          for group, live in zip(group_names, live_sets, strict=True)]
+    return _outcome(Observation(**observed), old_status=broker.get("status") or {}, now=now)
+
+
+def _outcome(observation: Observation, *, old_status: Mapping[str, Any], now: str) -> Outcome:
     status = build_status(observation, old_status=old_status, now=now)
     event = newly_true(old_status.get("conditions") or [], desired_conditions(observation),
                        DEGRADED)
     degraded = any(c["type"] == DEGRADED and c["status"] == "True"
                    for c in status["conditions"])
-    result = "paused" if paused else "degraded" if degraded else "ok"
+    result = "paused" if observation.paused else "degraded" if degraded else "ok"
     return Outcome(status, [event] if event is not None else [], result)
+
+
+def pods_selector(broker_name: str, *, clustered: bool) -> str:
+    """status.labelSelector: the broker pods of every group (one group: its selector)."""
+    if not clustered:
+        return names.label_selector_text(names.selector_labels(broker_name))
+    labels = {**names.selector_labels(broker_name), names.BROKER_LABEL: broker_name}
+    del labels["app.kubernetes.io/instance"]
+    return names.label_selector_text(labels)
+
+
+async def read_groups(api: KubeApi, namespace: str, broker_name: str, *, uid: str,
+                      wanted: int) -> tuple[list[Mapping[str, Any] | None], list[str]]:
+    """The StatefulSets of groups 0..wanted-1 (None: missing), then of every group past
+    them that exists (groups are only added at the end, so the first missing one ends the
+    search): a lowered spec.groups still sees its live groups.  Also the names of those
+    whose owner is not this Broker (a Broker named like one of its groups): reported,
+    never applied over, and not counted."""
+    found: list[Mapping[str, Any] | None] = []
+    foreign: list[str] = []
+    for index in range(GROUPS_MAX):
+        group = names.group_name(broker_name, index)
+        live = await api.get(object_path("apps/v1", "StatefulSet", namespace, group))
+        if index > 0 and live is not None and not names.owned_by(live, uid):
+            if index < wanted:
+                foreign.append(group)
+            live = None
+        if live is None and index >= wanted:
+            break
+        found.append(live)
+    return found, foreign
+
+
+def live_group_count(live_sets: Sequence[Mapping[str, Any] | None]) -> int:
+    return max((index + 1 for index, live in enumerate(live_sets) if live is not None),
+               default=0)
 
 
 def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
@@ -117,8 +197,8 @@ def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
 
 def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str, Any] | None,
              *, image: str, replicas: int) -> tuple[list[dict[str, Any]], str]:
-    """The manifests to apply, in order (the ConfigMap before the pods that mount it), and
-    the config hash."""
+    """One group's manifests to apply (`broker` is the group's view, operator/groups.py),
+    in order (the ConfigMap before the pods that mount it), and the config hash."""
     config_map = build_config_map(broker, spec)
     config_hash = config_map["metadata"]["annotations"][names.CONFIG_HASH_ANNOTATION]
     statefulset = build_statefulset(broker, spec, image=image, replicas=replicas,
@@ -137,47 +217,88 @@ def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str,
     return manifests, config_hash
 
 
+def namesrv_children(broker: Mapping[str, Any], spec: BrokerSpec, *,
+                     image: str) -> list[dict[str, Any]]:
+    """The name servers' manifests: the Services first (the pods' names resolve as soon
+    as they are ready), the NetworkPolicy before the pods."""
+    manifests = [build_namesrv_headless_service(broker), build_namesrv_client_service(broker)]
+    if spec.network.policies:
+        manifests.append(build_namesrv_network_policy(broker, spec))
+    return [*manifests, build_namesrv_deployment(broker, spec, image=image)]
+
+
 async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec,
-                         live_sts: Mapping[str, Any] | None, *, image: str) -> Applied:
+                         live_sets: Sequence[Mapping[str, Any] | None], *,
+                         image: str) -> Applied:
+    """The name servers first (the groups register with them), then every group."""
     metadata = broker["metadata"]
-    live = live_replicas(live_sts)
     allowed = names.annotation_true(metadata, names.ALLOW_SCALE_DOWN_ANNOTATION)
-    replicas = decide_replicas(wanted=spec.replicas, live=live, scale_down_allowed=allowed)
-    manifests, config_hash = children(broker, spec, live_sts, image=image, replicas=replicas)
-    applied = Applied(statefulset=live_sts, config_hash=config_hash)
+    applied = Applied(statefulsets=list(live_sets[:spec.groups]), config_hash="")
     applied.problems += await ensure_secrets(api, broker, spec)
-    if replicas != spec.replicas:
-        applied.scale_down_refused = (
-            f"spec.replicas={spec.replicas} is below the {live} pods running; removing pods "
-            f"drops the followers' copies, so it needs the annotation "
-            f"{names.ALLOW_SCALE_DOWN_ANNOTATION}: \"true\" (their volumes are kept)")
-    for manifest in manifests:
-        try:
-            answer = await api.apply(manifest)
-        except ApiError as error:
-            if error.retryable:
-                raise
-            applied.problems.append(f"{manifest['kind']} {manifest['metadata']['name']}: "
-                                    f"{error.message}")
-            continue
-        if manifest["kind"] == "StatefulSet":
-            applied.statefulset = answer
-    namespace, name = metadata["namespace"], metadata["name"]
-    if spec.notifier.replicas == 0:
-        await _delete_notifiers(api, namespace, name)
-    if not spec.network.policies:
-        for policy in (name, names.notifier_name(name)):
-            await api.delete(object_path(POLICY_API, "NetworkPolicy", namespace, policy))
+    in_cluster = clustered(spec)
+    if in_cluster:
+        for manifest in namesrv_children(broker, spec, image=image):
+            answer = await _apply(api, manifest, applied.problems)
+            if answer is not None and manifest["kind"] == "Deployment":
+                applied.name_servers = answer
+    for index in range(spec.groups):
+        view = group_view(broker, index, clustered=in_cluster)
+        live = live_replicas(live_sets[index])
+        replicas = decide_replicas(wanted=spec.replicas, live=live, scale_down_allowed=allowed)
+        if replicas != spec.replicas and not applied.scale_down_refused:
+            applied.scale_down_refused = (
+                f"spec.replicas={spec.replicas} is below the {live} pods running; removing "
+                f"pods drops the followers' copies, so it needs the annotation "
+                f"{names.ALLOW_SCALE_DOWN_ANNOTATION}: \"true\" (their volumes are kept)")
+        manifests, config_hash = children(view, spec, live_sets[index], image=image,
+                                          replicas=replicas)
+        applied.config_hash = applied.config_hash or config_hash
+        for manifest in manifests:
+            answer = await _apply(api, manifest, applied.problems)
+            if answer is not None and manifest["kind"] == "StatefulSet":
+                applied.statefulsets[index] = answer
+        await _delete_switched_off(api, view, spec)
+    namesrv = namesrv_object_names(metadata["name"])
+    if not in_cluster:
+        await delete_objects(api, metadata["namespace"], namesrv)
+    elif not spec.network.policies:
+        await delete_objects(api, metadata["namespace"],
+                             [obj for obj in namesrv if obj[1] == "NetworkPolicy"])
     return applied
+
+
+async def _apply(api: KubeApi, manifest: Mapping[str, Any],
+                 problems: list[str]) -> dict[str, Any] | None:
+    """The applied object, or None with the API server's refusal added to `problems`
+    (retryable errors propagate)."""
+    try:
+        return await api.apply(manifest)
+    except ApiError as error:
+        if error.retryable:
+            raise
+        problems.append(f"{manifest['kind']} {manifest['metadata']['name']}: {error.message}")
+        return None
 
 
 POLICY_API = "networking.k8s.io/v1"
 
 
-async def _delete_notifiers(api: KubeApi, namespace: str, broker_name: str) -> None:
-    name = names.notifier_name(broker_name)
-    for api_version, kind in (("apps/v1", "Deployment"), ("v1", "Service"),
-                              (POLICY_API, "NetworkPolicy")):
+async def _delete_switched_off(api: KubeApi, view: Mapping[str, Any],
+                               spec: BrokerSpec) -> None:
+    """A group's extra notifiers at notifier.replicas 0, its NetworkPolicies when
+    network.policies is false."""
+    namespace, name = view["metadata"]["namespace"], view["metadata"]["name"]
+    if spec.notifier.replicas == 0:
+        await delete_objects(api, namespace, notifier_object_names(name))
+    if not spec.network.policies:
+        await delete_objects(api, namespace, [(POLICY_API, "NetworkPolicy", policy) for policy
+                                              in (name, names.notifier_name(name))])
+
+
+async def delete_objects(api: KubeApi, namespace: str,
+                         objects: Iterable[tuple[str, str, str]]) -> None:
+    """Delete each (apiVersion, kind, name) that exists."""
+    for api_version, kind, name in objects:
         await api.delete(object_path(api_version, kind, namespace, name))
 
 
@@ -209,7 +330,7 @@ async def ensure_secrets(api: KubeApi, broker: Mapping[str, Any],
     return problems
 
 
-async def grow_claims(api: KubeApi, claims_path: str, selector: str,
+async def grow_claims(api: KubeApi, claims_path: str, selectors: Sequence[str],
                       claims: Sequence[Mapping[str, Any]], *,
                       size: str) -> tuple[GrowthPlan, list[Mapping[str, Any]], list[str]]:
     """Patch every bound claim below `size`; returns the plan after the patches, the claims
@@ -225,5 +346,7 @@ async def grow_claims(api: KubeApi, claims_path: str, selector: str,
             problems.append(f"claim {claim_name}: {error.message}")
     if not plan.patches:
         return plan, list(claims), problems
-    fresh = await api.list(claims_path, label_selector=selector)
-    return plan_growth(fresh, size=size), list(fresh), problems
+    fresh: list[Mapping[str, Any]] = [
+        claim for selector in selectors
+        for claim in await api.list(claims_path, label_selector=selector)]
+    return plan_growth(fresh, size=size), fresh, problems

@@ -84,6 +84,15 @@ class NotifierSpec(ServiceSpec):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class NameServerSpec(ServiceSpec):
+    replicas: int = 0
+    """`mqstore namesrv` pods in a Deployment, which every group registers with.  0: none,
+    each pod's remoting front answers the name-server codes for itself (a one-group
+    Broker); a Broker of more than one group needs at least 1 (clients need one route
+    across the groups)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SecuritySpec:
     """Where the pods' credentials come from (Secrets in the Broker's namespace).  The keys
     and mount paths are in `pod_secrets.py`; the CRD's descriptions say the same."""
@@ -147,6 +156,10 @@ class BrokerSpec:
     image: str | None = None
     image_pull_policy: str = "IfNotPresent"
     replicas: int = 1
+    """Pods of each group: its master and followers."""
+    groups: int = 1
+    """Broker groups of the cluster (operator/groups.py); group 0 has a one-group Broker's
+    names."""
     paused: bool = False
     replication: ReplicationSpec = dataclasses.field(default_factory=ReplicationSpec)
     flush: FlushSpec = dataclasses.field(default_factory=FlushSpec)
@@ -155,6 +168,7 @@ class BrokerSpec:
     writer: ServiceSpec = dataclasses.field(default_factory=ServiceSpec)
     indexer: ServiceSpec = dataclasses.field(default_factory=ServiceSpec)
     notifier: NotifierSpec = dataclasses.field(default_factory=NotifierSpec)
+    name_server: NameServerSpec = dataclasses.field(default_factory=NameServerSpec)
     security: SecuritySpec = dataclasses.field(default_factory=SecuritySpec)
     network: NetworkSpec = dataclasses.field(default_factory=NetworkSpec)
 
@@ -173,6 +187,9 @@ def parse_spec(spec: Mapping[str, Any]) -> BrokerSpec:
         parsed.storage.size_bytes  # noqa: B018 (validates the quantity)
     except QuantityError as error:
         raise SpecError(f"spec.storage.size: {error}") from None
+    if parsed.groups > 1 and parsed.name_server.replicas < 1:
+        raise SpecError("spec.groups > 1 needs spec.nameServer.replicas >= 1: clients "
+                        "need one name server that routes across the groups")
     return parsed
 
 

@@ -33,7 +33,7 @@ def build_statefulset(broker: Mapping[str, Any], spec: BrokerSpec, *, image: str
     assert replicas >= 1
     name = broker["metadata"]["name"]
     selector = names.selector_labels(name)
-    pod_labels = {**names.common_labels(name), **selector}
+    pod_labels = {**names.child_labels(broker), **selector}
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -52,7 +52,8 @@ def build_statefulset(broker: Mapping[str, Any], spec: BrokerSpec, *, image: str
                 "metadata": {"labels": pod_labels,
                              "annotations": {names.CONFIG_HASH_ANNOTATION: config_hash}},
                 "spec": broker_pod_spec(name, spec, image=image,
-                                        namespace=broker["metadata"]["namespace"]),
+                                        namespace=broker["metadata"]["namespace"],
+                                        cluster_name=names.cluster_name(broker)),
             },
             "volumeClaimTemplates": [claim_template(name, spec)],
         },

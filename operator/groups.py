@@ -1,0 +1,76 @@
+"""A Broker's broker groups: one Broker resource is one RocketMQ cluster, name servers
+(operator/name_server.py) and `spec.groups` broker groups that register with them.
+
+Every group is built by the one-group builders from a view of the Broker: the same dict,
+with `metadata.name` the group's name and `names.CLUSTER_KEY` naming the Broker, so that
+
+| what | group 0 | group g >= 1 |
+|---|---|---|
+| StatefulSet, client Service, PDB, NetworkPolicy | `<broker>` | `<broker>-g<g>` |
+| headless Service | `<broker>-headless` | `<broker>-g<g>-headless` |
+| claims | `data-<broker>-<n>` | `data-<broker>-g<g>-<n>` |
+| ConfigMap | `<broker>-config` | `<broker>-g<g>-config` |
+| label app.kubernetes.io/instance | `<broker>` | `<broker>-g<g>` |
+| config remoting.broker_name | `<broker>` | `<broker>-g<g>` |
+
+and, in every group, the label `mqstore.io/broker: <broker>`, `remoting.cluster_name` the
+Broker's name and `remoting.namesrv_addresses` the name servers' headless Service.  The
+owner references name the Broker itself (name and uid), so every group goes with it.
+
+Without name servers (`nameServer.replicas` 0, and so one group) the view is the Broker
+itself: its children are exactly those of a Broker from before clusters existed.
+
+Groups are only ever added: lowering `spec.groups` would delete a group's queues with their
+unconsumed messages, and draining a group (stop its writes, wait for its consumers) is not
+built yet, so the live count stays (condition Degraded, GroupScaleInRefused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from . import names
+from .spec import BrokerSpec
+
+GROUPS_MAX = 16
+"""The CRD's maximum of spec.groups; also the bound of the search for live groups."""
+
+
+def clustered(spec: BrokerSpec) -> bool:
+    """A Broker with name servers: its groups register and carry the cluster's names."""
+    return spec.name_server.replicas > 0
+
+
+def group_view(broker: Mapping[str, Any], index: int, *,
+               clustered: bool) -> Mapping[str, Any]:
+    """What the one-group builders are given for group `index`."""
+    if not clustered:
+        assert index == 0, "only a Broker with name servers has more than one group"
+        return broker
+    name = broker["metadata"]["name"]
+    return {**broker, "metadata": {**broker["metadata"], "name": names.group_name(name, index)},
+            names.CLUSTER_KEY: {"name": name}}
+
+
+def decide_groups(*, wanted: int, live: int) -> int:
+    """Groups are never removed (no drain yet): the live count stays when `wanted` is
+    lower."""
+    assert 1 <= wanted <= GROUPS_MAX
+    return max(wanted, live)
+
+
+def cluster_spec(spec: BrokerSpec, *, live_groups: int) -> tuple[BrokerSpec, str]:
+    """The spec to build (groups never lowered; the name servers kept while more than one
+    group runs) and why it differs from `spec` ("" when it does not)."""
+    groups = decide_groups(wanted=spec.groups, live=live_groups)
+    if groups == spec.groups:
+        return spec, ""
+    name_server = spec.name_server
+    if name_server.replicas < 1:
+        name_server = dataclasses.replace(name_server, replicas=1)
+    refused = (f"spec.groups={spec.groups} is below the {groups} groups running; removing a "
+               f"group would lose its queues' messages, and draining a group is not built "
+               f"yet, so every group stays (and with it at least one name server)")
+    return dataclasses.replace(spec, groups=groups, name_server=name_server), refused
