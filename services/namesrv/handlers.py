@@ -77,6 +77,9 @@ class Namesrv:
     settings: NamesrvSettings
     routes: RouteTable
     kv: KvConfigTable
+    external_connections: set[int] = dataclasses.field(default_factory=set)
+    """Connections accepted on the external listener (server.py): their routes and cluster
+    info name brokers by their external addresses."""
     now_ms: Callable[[], int] = dataclasses.field(
         default=lambda: time.monotonic_ns() // 1_000_000)
 
@@ -99,7 +102,9 @@ def register_broker(namesrv: Namesrv, request: Command, connection_id: int) -> C
             topics=configs.topics if request.body else None,
             data_version=configs.data_version,
             enable_acting_master=headers.flag(request, "enableActingMaster"),
-            connection_id=connection_id), now_ms=namesrv.now_ms())
+            connection_id=connection_id,
+            external_address=headers.optional_text(request, headers.EXTERNAL_ADDRESS_FIELD) or ""),
+            now_ms=namesrv.now_ms())
     except (registration.RegistrationError, TableFull) as error:
         log.warning("registration refused: %s", error,
                     extra={"broker_address": request.ext_fields.get("brokerAddr", "")})
@@ -145,11 +150,37 @@ def get_route(namesrv: Namesrv, request: Command, connection_id: int) -> Command
     if route is None:
         raise RemotingError(TOPIC_NOT_EXIST, f"No topic route info in name server for the "
                                              f"topic: {topic}")
-    return request.answer(SUCCESS, body=bodies.encode(route))
+    return request.answer(SUCCESS, body=bodies.encode(
+        _as_seen_by(namesrv, connection_id, route, "brokerDatas")))
 
 
 def get_cluster_info(namesrv: Namesrv, request: Command, connection_id: int) -> Command:
-    return request.answer(SUCCESS, body=bodies.encode(namesrv.routes.cluster_info()))
+    info = namesrv.routes.cluster_info()
+    return request.answer(SUCCESS, body=bodies.encode(
+        _as_seen_by(namesrv, connection_id, info, "brokerAddrTable")))
+
+
+def _as_seen_by(namesrv: Namesrv, connection_id: int, body: dict[str, object],
+                key: str) -> dict[str, object]:
+    """`body` (a route or cluster info) with each broker data's addresses external if the
+    client came in on the external listener; as it is otherwise."""
+    if connection_id not in namesrv.external_connections:
+        return body
+    external = namesrv.routes.external_addresses()
+    datas = body[key]
+    assert isinstance(datas, list | dict), datas
+    outside = [_external_data(data, external) for data in (
+        datas.values() if isinstance(datas, dict) else datas)]
+    if isinstance(datas, dict):
+        return {**body, key: dict(zip(datas, outside, strict=True))}
+    return {**body, key: outside}
+
+
+def _external_data(data: object, external: dict[str, str]) -> object:
+    assert isinstance(data, dict), data
+    addresses = data["brokerAddrs"]
+    return {**data, "brokerAddrs": {broker_id: external.get(address, address)
+                                    for broker_id, address in addresses.items()}}
 
 
 def get_all_topics(namesrv: Namesrv, request: Command, connection_id: int) -> Command:

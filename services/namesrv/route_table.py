@@ -71,6 +71,8 @@ class LiveBroker:
     data_version: Mapping[str, object]
     ha_server_address: str
     connection_id: int
+    external_address: str = ""
+    """Where clients outside the cluster network reach it (empty: none registered)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,6 +90,8 @@ class Registration:
     data_version: Mapping[str, object] = dataclasses.field(default_factory=dict)
     enable_acting_master: bool = False
     connection_id: int = 0
+    external_address: str = ""
+    """mqstore's `externalBrokerAddr` header: the broker's external listener's address."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +148,8 @@ class RouteTable:
         self.live[key] = LiveBroker(registration.broker_name, registration.broker_id, now_ms,
                                     registration.data_version,
                                     registration.ha_server_address,
-                                    registration.connection_id)
+                                    registration.connection_id,
+                                    registration.external_address)
         if registration.broker_id == MASTER_ID:
             return Registered()
         master_address = group.addresses.get(MASTER_ID, "")
@@ -181,6 +186,11 @@ class RouteTable:
         by_broker.pop(broker_name, None)
         if not by_broker:
             del self.queues[topic]
+
+    def external_addresses(self) -> dict[str, str]:
+        """Broker address -> the external address it registered, for those that did."""
+        return {address: broker.external_address
+                for (_, address), broker in self.live.items() if broker.external_address}
 
     def heard(self, cluster: str, address: str, *, now_ms: int) -> LiveBroker | None:
         """BROKER_HEARTBEAT (904) and QUERY_DATA_VERSION (322): the broker is alive."""

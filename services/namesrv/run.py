@@ -43,6 +43,9 @@ async def _serve(settings: NamesrvSettings) -> int:
     server = build(settings)
     port = await server.start()
     print(f"mqstore namesrv: listening on {settings.host}:{port}", flush=True)
+    if server.external_port:
+        print(f"mqstore namesrv: external listener on {settings.host}:{server.external_port}",
+              flush=True)
     loop = asyncio.get_running_loop()
     stopped: asyncio.Future[int] = loop.create_future()
     for number in (signal.SIGTERM, signal.SIGINT):

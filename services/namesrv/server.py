@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 
@@ -50,12 +51,13 @@ class NamesrvServer:
             write_buffer_bytes_max=settings.write_buffer_bytes_max,
             write_drain_timeout_ms=settings.write_drain_timeout_ms,
             idle_timeout_ms=settings.idle_timeout_ms, setting_prefix="namesrv "))
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._streams: dict[int, FramedStream] = {}
         self._connections: set[asyncio.Task[None]] = set()
         self._ids = itertools.count(1)
         self._expiry: asyncio.Task[None] | None = None
         self.port = 0
+        self.external_port = 0
 
     @property
     def connections_open(self) -> int:
@@ -63,15 +65,24 @@ class NamesrvServer:
 
     async def start(self) -> int:
         settings = self.namesrv.settings
-        self._server = await start_framed_server(self._serve, settings.host, settings.port)
-        self.port = int(self._server.sockets[0].getsockname()[1])
+        self.port = await self._listen(settings.port, external=False)
+        if settings.external_port:
+            self.external_port = await self._listen(settings.external_port, external=True)
         self._expiry = asyncio.create_task(self._expire_forever(), name="namesrv-expiry")
-        log.info("namesrv listening", extra={"host": settings.host, "port": self.port})
         return self.port
 
+    async def _listen(self, port: int, *, external: bool) -> int:
+        server = await start_framed_server(functools.partial(self._serve, external=external),
+                                           self.namesrv.settings.host, port)
+        self._servers.append(server)
+        bound = int(server.sockets[0].getsockname()[1])
+        log.info("namesrv listening", extra={"host": self.namesrv.settings.host,
+                                             "port": bound, "external": external})
+        return bound
+
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if self._expiry is not None:
             self._expiry.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -80,8 +91,8 @@ class NamesrvServer:
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
         await self._watchdog.stop()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
     def expire(self) -> list[str]:
         """Drop the brokers silent for `broker_expiry_ms` now; their addresses."""
@@ -102,7 +113,8 @@ class NamesrvServer:
         return make_room(self._streams, connections_max=self.namesrv.settings.connections_max,
                          setting="namesrv connections_max", logger=log)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                     external: bool) -> None:
         task = asyncio.current_task()
         assert task is not None
         if not self._admit():
@@ -113,6 +125,8 @@ class NamesrvServer:
         connection_id = next(self._ids)
         stream = self._watchdog.open_stream(reader, writer)
         self._streams[connection_id] = stream
+        if external:
+            self.namesrv.external_connections.add(connection_id)
         try:
             while (payload := await stream.read_frame()) is not None:
                 request = decode(payload)
@@ -125,6 +139,7 @@ class NamesrvServer:
             log.debug("closed %s:%s: the name server stops", peer[0], peer[1])
         finally:
             self._streams.pop(connection_id, None)
+            self.namesrv.external_connections.discard(connection_id)
             self._watchdog.forget(stream)
             for address in self.namesrv.routes.connection_closed(connection_id):
                 log.warning("broker %s dropped: its connection closed", address)

@@ -23,6 +23,12 @@ class NamesrvSettings:
     port: int = 9876
     """RocketMQ's name-server port (`namesrvAddr=host:9876`).  0: any free port."""
 
+    external_port: int = 0
+    """A second listener for clients outside the cluster network (a NodePort in front of
+    it); 0: none.  The routes and cluster info answered on it name each broker by the
+    external address the broker registered (`remoting.external_advertised_address`), or by
+    its own address if it registered none."""
+
     broker_expiry_ms: int = 120_000
     """A broker not heard from (REGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION) this
     long is dropped from routes: RocketMQ's `DEFAULT_BROKER_CHANNEL_EXPIRED_TIME`, four
@@ -79,8 +85,13 @@ class NamesrvSettings:
             raise NamesrvConfigError(f"port={self.port} must be in 0..65535")
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.type == "int" and field.name != "port" and value <= 0:
+            if field.type == "int" and field.name not in ("port", "external_port") and \
+                    value <= 0:
                 raise NamesrvConfigError(f"{field.name}={value} must be positive")
+        if not 0 <= self.external_port <= 65535 or \
+                (self.external_port and self.external_port == self.port):
+            raise NamesrvConfigError(f"external_port={self.external_port} must be in 0..65535 "
+                                     f"(0: none) and differ from port={self.port}")
         if self.frame_size_bytes_max < 64 * 1024:
             raise NamesrvConfigError(f"frame_size_bytes_max={self.frame_size_bytes_max} must "
                                      f"be at least 65536 (a registration of a few topics)")

@@ -53,6 +53,19 @@ class RemotingSettings:
     `store.store_host`.  It must reach this front: RocketMQ's clients connect to it for
     every send, pull and heartbeat after asking for a route."""
 
+    external_enabled: bool = False
+    """A second listener, on `external_port`, for clients outside the cluster network (a
+    NodePort or load balancer in front of it).  The same requests, bounds, TLS and users
+    file as `port`; the routes and cluster info it answers name `external_advertised_address`
+    as this broker, so a client that came in from outside is sent back the way it came."""
+
+    external_port: int = 9877
+    """The external listener's port (0: any free port)."""
+
+    external_advertised_address: str = ""
+    """"host:port" that reaches `external_port` from outside: the node's address and the
+    NodePort, or the load balancer's.  Required with `external_enabled`."""
+
     cluster_name: str = "DefaultCluster"
     """The cluster routes and `clusterList` name (RocketMQ's default)."""
 
@@ -327,6 +340,21 @@ class RemotingSettings:
             if not getattr(self, name):
                 raise ConfigError(f"{name} must not be empty")
         self._check_registration()
+        self._check_external()
+
+    def _check_external(self) -> None:
+        if not 0 <= self.external_port <= 65535:
+            raise ConfigError(f"external_port={self.external_port} must be in 0..65535")
+        if not self.external_enabled:
+            return
+        host, _, port = self.external_advertised_address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ConfigError(f"external_advertised_address="
+                              f"{self.external_advertised_address!r} must be host:port with a "
+                              f"port in 1..65535 (external_enabled is on)")
+        if self.external_port == self.port != 0:
+            raise ConfigError(f"external_port={self.external_port} must differ from "
+                              f"port={self.port}")
 
     def _check_registration(self) -> None:
         if self.broker_id < 0:

@@ -38,6 +38,8 @@ class Peer:
     address: str
     """"ip:port" of the client: the born host of what it sends."""
     connection_id: int
+    external: bool = False
+    """It came in on the external listener (`remoting.external_enabled`)."""
 
 
 @dataclasses.dataclass
@@ -77,6 +79,13 @@ class Front:
         """What routes and cluster info name as this broker: `remoting.advertised_address`,
         or `store.store_host` when that is empty (services/common/settings/remoting.py)."""
         return self.settings.advertised_address or self.store_config.store_host
+
+    def address_for(self, peer: Peer) -> str:
+        """This broker's address as `peer` must be told it: the external advertised address
+        to a client on the external listener, else `broker_address`."""
+        if peer.external:
+            return self.settings.external_advertised_address
+        return self.broker_address
 
     @property
     def store_host(self) -> str:

@@ -15,6 +15,11 @@ from mqstore.services.notifier.remoting.frame import Command
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
+EXTERNAL_ADDRESS_FIELD = "externalBrokerAddr"
+"""mqstore's REGISTER_BROKER header, sent with `remoting.external_enabled` (RocketMQ's name
+server ignores it): where the broker's external listener is reached from outside the
+cluster network, which mqstore's name server gives clients on its own external listener."""
+
 
 def text(request: Command, name: str, *aliases: str) -> str:
     """A required text field (`aliases`: the short names of SEND_MESSAGE_V2's header)."""

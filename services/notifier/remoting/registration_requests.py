@@ -40,6 +40,7 @@ from mqstore.services.common.topics.rules import (
 )
 from mqstore.services.notifier.remoting import bodies
 from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.headers import EXTERNAL_ADDRESS_FIELD
 from mqstore.services.notifier.remoting.topics import (
     PERM_READ_WRITE,
     TopicConfig,
@@ -108,6 +109,8 @@ def register_request(settings: RemotingSettings, *, broker_address: str, body: b
     fields = identity(settings, broker_address) | {
         "haServerAddr": settings.ha_server_address, "enableActingMaster": "false",
         "compressed": "false", "bodyCrc32": str(java_crc32(body))}
+    if settings.external_enabled:
+        fields[EXTERNAL_ADDRESS_FIELD] = settings.external_advertised_address
     return Command(REGISTER_BROKER, opaque, ext_fields=fields, body=body)
 
 

@@ -18,14 +18,16 @@ from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.topics import TopicConfig
 
 
-def broker_data(front: Front) -> dict[str, object]:
+def broker_data(front: Front, peer: Peer) -> dict[str, object]:
+    """This broker as `peer` reaches it (`Front.address_for`: the external listener's
+    clients are given the external advertised address)."""
     settings = front.settings
-    return {"brokerAddrs": {"0": front.broker_address}, "brokerName": settings.broker_name,
+    return {"brokerAddrs": {"0": front.address_for(peer)}, "brokerName": settings.broker_name,
             "cluster": settings.cluster_name, "enableActingMaster": False}
 
 
-def route_body(front: Front, config: TopicConfig) -> dict[str, object]:
-    return {"brokerDatas": [broker_data(front)], "filterServerTable": {},
+def route_body(front: Front, config: TopicConfig, peer: Peer) -> dict[str, object]:
+    return {"brokerDatas": [broker_data(front, peer)], "filterServerTable": {},
             "queueDatas": [{"brokerName": front.settings.broker_name, "perm": config.perm,
                             "readQueueNums": config.read_queue_nums, "topicSysFlag": 0,
                             "writeQueueNums": config.write_queue_nums}]}
@@ -38,13 +40,13 @@ async def get_route(front: Front, request: Command, peer: Peer) -> Command:
     if config is None:
         raise RemotingError(TOPIC_NOT_EXIST, f"No topic route info in name server for the "
                                              f"topic: {topic}")
-    return request.answer(SUCCESS, body=bodies.encode(route_body(front, config)))
+    return request.answer(SUCCESS, body=bodies.encode(route_body(front, config, peer)))
 
 
 async def get_cluster_info(front: Front, request: Command, peer: Peer) -> Command:
     """GET_BROKER_CLUSTER_INFO (106)."""
     settings = front.settings
-    body = {"brokerAddrTable": {settings.broker_name: broker_data(front)},
+    body = {"brokerAddrTable": {settings.broker_name: broker_data(front, peer)},
             "clusterAddrTable": {settings.cluster_name: [settings.broker_name]}}
     return request.answer(SUCCESS, body=bodies.encode(body))
 

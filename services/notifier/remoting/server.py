@@ -1,5 +1,10 @@
 """`RemotingServer`: the listener, one reader per connection, one task per request.
 
+With `remoting.external_enabled` a second listener on `external_port` takes the same
+requests under the same bounds (one `connections_max` for both, one TLS context, one users
+file); its connections are marked external, so the routes and cluster info they are
+answered name `external_advertised_address` (route.py).
+
     accept (≤ connections_max; at it, the connection whose open frame is oldest is closed
             to make room, and only if none has one is the new connection refused)
       → read a frame (services/common/links/framing.py): 4-byte length (≤ frame_size_bytes_max),
@@ -89,7 +94,7 @@ class RemotingServer:
         `setUseTLS(true)`; a plaintext client is refused at its first bytes."""
         self._settings = front.settings
         self._watchdog = FrameWatchdog(frame_limits(front.settings))
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._streams: dict[int, FramedStream] = {}
         """Open connections by id: what counts toward `connections_max`."""
@@ -97,6 +102,8 @@ class RemotingServer:
         self._writes: set[asyncio.Task[None]] = set()
         """Answers of inline sends that wait for room in their connection's buffer."""
         self.port = 0
+        self.external_port = 0
+        """The external listener's port once started (0: none)."""
         front.push = self.push
 
     @property
@@ -113,25 +120,36 @@ class RemotingServer:
 
     async def start(self) -> int:
         settings = self._settings
-        # a client that never finishes its TLS handshake is dropped like a slow frame
-        self._server = await start_framed_server(
-            self._serve, settings.host, settings.port, ssl_context=self._ssl,
-            ssl_handshake_timeout_s=settings.frame_read_timeout_ms / 1000)
-        self.port = int(self._server.sockets[0].getsockname()[1])
-        log.info("remoting listening", extra={"host": self._settings.host, "port": self.port,
-                                              "tls": self._ssl is not None,
-                                              "broker_address": self.front.broker_address})
+        self.port = await self._listen(settings.port, external=False)
+        if settings.external_enabled:
+            self.external_port = await self._listen(settings.external_port, external=True)
         return self.port
 
+    async def _listen(self, port: int, *, external: bool) -> int:
+        # a client that never finishes its TLS handshake is dropped like a slow frame
+        server = await start_framed_server(
+            functools.partial(self._serve, external=external), self._settings.host, port,
+            ssl_context=self._ssl,
+            ssl_handshake_timeout_s=self._settings.frame_read_timeout_ms / 1000)
+        self._servers.append(server)
+        bound = int(server.sockets[0].getsockname()[1])
+        address = self._settings.external_advertised_address if external else \
+            self.front.broker_address
+        log.info("remoting listening", extra={"host": self._settings.host, "port": bound,
+                                              "tls": self._ssl is not None,
+                                              "external": external,
+                                              "broker_address": address})
+        return bound
+
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
         await self._watchdog.stop()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
     def _admit(self) -> bool:
         """Room for one more connection: at `connections_max`, close the one whose open
@@ -139,7 +157,8 @@ class RemotingServer:
         return make_room(self._streams, connections_max=self._settings.connections_max,
                          setting="connections_max", logger=log)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                     external: bool) -> None:
         task = asyncio.current_task()
         assert task is not None
         if not self._admit():
@@ -148,7 +167,7 @@ class RemotingServer:
         self._connections.add(task)
         peer_name = writer.get_extra_info("peername") or ("0.0.0.0", 0)
         host = f"[{peer_name[0]}]" if ":" in peer_name[0] else peer_name[0]
-        peer = Peer(f"{host}:{peer_name[1]}", next(self._ids))
+        peer = Peer(f"{host}:{peer_name[1]}", next(self._ids), external)
         stream = self._watchdog.open_stream(reader, writer)
         self._streams[peer.connection_id] = stream
         try:
