@@ -18,7 +18,7 @@ from mqstore.operator.settings import OperatorSettings
 from mqstore.operator.spec import SpecError, parse_spec
 from mqstore.operator.status import GroupObservation, Observation, build_status
 
-from .broker_fixtures import broker, crd
+from .broker_fixtures import CRD_PATH, broker, crd
 from .fake_api import FakeApi
 
 SETTINGS = OperatorSettings(broker_image="registry.example/mqstore:1")
@@ -261,3 +261,10 @@ def test_a_group_named_like_another_brokers_statefulset_is_not_taken_over() -> N
     assert conditions(alone)["Degraded"] == ("False", "AsExpected"), \
         "another Broker's StatefulSet past spec.groups is not a live group"
     assert [g["name"] for g in alone.status["groups"]] == ["demo"]
+
+
+def test_the_example_broker_shows_the_cluster_fields_at_their_defaults() -> None:
+    example = yaml.safe_load((CRD_PATH.parents[1] / "examples" / "broker.yaml").read_text())
+    spec = parse_spec(example["spec"])
+    assert (spec.groups, spec.name_server.replicas) == (1, 0)
+    assert "groups" in example["spec"] and "replicas" in example["spec"]["nameServer"]
