@@ -43,12 +43,22 @@ def test_each_listener_routes_clients_to_its_own_address(tmp_path: Path) -> None
         MESSAGES, MESSAGES, 0), result
 
 
+def test_a_groups_pods_each_advertise_their_own_node_port() -> None:
+    settings = RemotingSettings(external_enabled=True, external_advertised_address="n:30901",
+                                external_advertised_port_plus_broker_id=True, broker_id=2)
+    assert settings.external_address == "n:30903"
+    assert RemotingSettings(external_enabled=True, external_advertised_address="n:30901",
+                            broker_id=2).external_address == "n:30901"
+
+
 @pytest.mark.parametrize(("fields", "refusal"), [
     ({"external_enabled": True}, "external_advertised_address=''"),
     ({"external_enabled": True, "external_advertised_address": "node:0"}, "port in 1..65535"),
     ({"external_enabled": True, "external_advertised_address": "node:30001",
       "port": 9876, "external_port": 9876}, "must differ"),
     ({"external_port": 70000}, "external_port=70000"),
+    ({"external_enabled": True, "external_advertised_address": "n:65535", "broker_id": 1,
+      "external_advertised_port_plus_broker_id": True}, "passes 65535"),
 ])
 def test_a_bad_external_listener_setting_is_refused(fields: dict[str, object],
                                                     refusal: str) -> None:

@@ -66,6 +66,10 @@ class RemotingSettings:
     """"host:port" that reaches `external_port` from outside: the node's address and the
     NodePort, or the load balancer's.  Required with `external_enabled`."""
 
+    external_advertised_port_plus_broker_id: bool = False
+    """Advertise the port of `external_advertised_address` plus `broker_id`: one config
+    file for a group's pods, each behind its own NodePort (the operator numbers them so)."""
+
     cluster_name: str = "DefaultCluster"
     """The cluster routes and `clusterList` name (RocketMQ's default)."""
 
@@ -352,6 +356,10 @@ class RemotingSettings:
             raise ConfigError(f"external_advertised_address="
                               f"{self.external_advertised_address!r} must be host:port with a "
                               f"port in 1..65535 (external_enabled is on)")
+        if int(port) + (self.broker_id if self.external_advertised_port_plus_broker_id
+                         else 0) > 65535:
+            raise ConfigError(f"external_advertised_address={self.external_advertised_address!r}"
+                              f": its port plus broker_id={self.broker_id} passes 65535")
         if self.external_port == self.port != 0:
             raise ConfigError(f"external_port={self.external_port} must differ from "
                               f"port={self.port}")
@@ -367,6 +375,15 @@ class RemotingSettings:
             if not host or not port.isdigit() or not 0 < int(port) <= 65535:
                 raise ConfigError(f"namesrv_addresses: {address!r} must be host:port with a "
                                   f"port in 1..65535 (entries separated by ';')")
+
+    @property
+    def external_address(self) -> str:
+        """What this broker advertises on its external listener (`external_advertised_address`,
+        its port plus `broker_id` if `external_advertised_port_plus_broker_id`)."""
+        if not self.external_advertised_port_plus_broker_id:
+            return self.external_advertised_address
+        host, _, port = self.external_advertised_address.rpartition(":")
+        return f"{host}:{int(port) + self.broker_id}"
 
     @property
     def namesrv_address_list(self) -> tuple[str, ...]:

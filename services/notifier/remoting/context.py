@@ -84,7 +84,7 @@ class Front:
         """This broker's address as `peer` must be told it: the external advertised address
         to a client on the external listener, else `broker_address`."""
         if peer.external:
-            return self.settings.external_advertised_address
+            return self.settings.external_address
         return self.broker_address
 
     @property

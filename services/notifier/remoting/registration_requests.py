@@ -110,7 +110,7 @@ def register_request(settings: RemotingSettings, *, broker_address: str, body: b
         "haServerAddr": settings.ha_server_address, "enableActingMaster": "false",
         "compressed": "false", "bodyCrc32": str(java_crc32(body))}
     if settings.external_enabled:
-        fields[EXTERNAL_ADDRESS_FIELD] = settings.external_advertised_address
+        fields[EXTERNAL_ADDRESS_FIELD] = settings.external_address
     return Command(REGISTER_BROKER, opaque, ext_fields=fields, body=body)
 
 

@@ -133,7 +133,7 @@ class RemotingServer:
             ssl_handshake_timeout_s=self._settings.frame_read_timeout_ms / 1000)
         self._servers.append(server)
         bound = int(server.sockets[0].getsockname()[1])
-        address = self._settings.external_advertised_address if external else \
+        address = self._settings.external_address if external else \
             self.front.broker_address
         log.info("remoting listening", extra={"host": self._settings.host, "port": bound,
                                               "tls": self._ssl is not None,
