@@ -32,10 +32,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import names
-from .spec import BrokerSpec
+from .spec import GROUPS_MAX, BrokerSpec
 
-GROUPS_MAX = 16
-"""The CRD's maximum of spec.groups; also the bound of the search for live groups."""
+__all__ = ["GROUPS_MAX", "cluster_spec", "clustered", "decide_groups", "group_view"]
 
 
 def clustered(spec: BrokerSpec) -> bool:

@@ -21,6 +21,9 @@ from .quantity import QuantityError, quantity_bytes
 
 GIB = 1 << 30
 
+GROUPS_MAX = 16
+"""The CRD's maximum of spec.groups (operator/groups.py)."""
+
 
 class SpecError(ValueError):
     """A spec the operator cannot act on; reported as condition Degraded (InvalidSpec)."""
@@ -187,6 +190,8 @@ def parse_spec(spec: Mapping[str, Any]) -> BrokerSpec:
         parsed.storage.size_bytes  # noqa: B018 (validates the quantity)
     except QuantityError as error:
         raise SpecError(f"spec.storage.size: {error}") from None
+    if not 1 <= parsed.groups <= GROUPS_MAX:
+        raise SpecError(f"spec.groups must be 1 to {GROUPS_MAX}, got {parsed.groups}")
     if parsed.groups > 1 and parsed.name_server.replicas < 1:
         raise SpecError("spec.groups > 1 needs spec.nameServer.replicas >= 1: clients "
                         "need one name server that routes across the groups")

@@ -268,3 +268,10 @@ def test_the_example_broker_shows_the_cluster_fields_at_their_defaults() -> None
     spec = parse_spec(example["spec"])
     assert (spec.groups, spec.name_server.replicas) == (1, 0)
     assert "groups" in example["spec"] and "replicas" in example["spec"]["nameServer"]
+
+
+def test_a_group_count_out_of_range_is_an_invalid_spec() -> None:
+    for groups in (0, 17):
+        with pytest.raises(SpecError, match=r"spec\.groups must be 1 to 16"):
+            parse_spec({"storage": {"size": "1Gi"}, "groups": groups,
+                        "nameServer": {"replicas": 1}})
