@@ -275,3 +275,13 @@ def test_a_group_count_out_of_range_is_an_invalid_spec() -> None:
         with pytest.raises(SpecError, match=r"spec\.groups must be 1 to 16"):
             parse_spec({"storage": {"size": "1Gi"}, "groups": groups,
                         "nameServer": {"replicas": 1}})
+
+
+def test_scaling_the_name_servers_rolls_no_broker_pod() -> None:
+    api = FakeApi()
+    run(api, broker(spec=CLUSTER))
+    before = {group: api.objects[path("StatefulSet", group)] for group in ("demo", "demo-g1")}
+    run(api, broker(spec={**CLUSTER, "nameServer": {"replicas": 3}}))
+    assert api.objects[path("Deployment", "demo-namesrv")]["spec"]["replicas"] == 3
+    for group, sts in before.items():
+        assert api.objects[path("StatefulSet", group)] == sts
