@@ -15,13 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqstore.services.cli.options import UsageError, add_command
+from mqstore.services.cli.up_groups import GROUP_PORT_STRIDE, GROUPS_MAX
 from mqstore.services.common.process.local_ports import UP_PORTS
 from mqstore.storage import StoreLockedError
 
 UP_PORT_HELP = {
     "writer": "the writer's HTTP port", "indexer": "the indexer's HTTP port",
     "notifier": "the notifier's HTTP port",
-    "remoting": "the notifier's RocketMQ remoting port (name server and broker)",
+    "remoting": "the notifier's RocketMQ remoting port (name server and broker; with "
+                "--groups, the name server's)",
     "forward": "the writer's port for the sends the remoting front forwards"}
 assert UP_PORT_HELP.keys() == UP_PORTS.keys()
 
@@ -44,13 +46,19 @@ def add_service_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
 
     up = add_command(commands, "up", "run writer, indexer and notifier on one directory "
                      "until Ctrl-C, SIGTERM or SIGHUP; they never outlive it")
-    up.add_argument("--data", type=Path, required=True, help="the store directory")
+    up.add_argument("--data", type=Path, required=True,
+                    help="the store directory (with --groups N: group g's is <data>/g<g>)")
     up.add_argument("--config", type=Path, default=None,
                     help="the services' YAML config file (default: none, settings from "
                          "--data and MQSTORE_* variables)")
     up.add_argument("--host", default="127.0.0.1", help="listen address of every listener")
     for name, port in UP_PORTS.items():
         up.add_argument(f"--{name}-port", type=_port, default=port, help=UP_PORT_HELP[name])
+    up.add_argument("--groups", type=int, default=1, metavar="N",
+                    help=f"broker groups, 1 to {GROUPS_MAX}: with N of 2 or more, a name "
+                         f"server on --remoting-port and N groups registered with it, group "
+                         f"g (0..N-1) on <data>/g<g> with each base port + "
+                         f"{GROUP_PORT_STRIDE}*(g+1), broker mqstore-g<g>")
     up.set_defaults(handler=_up)
 
 
@@ -160,9 +168,16 @@ def _up(arguments: argparse.Namespace) -> int:
         raise UsageError(f"--data {arguments.data}: not a directory")
     if arguments.config is not None and not arguments.config.is_file():
         raise UsageError(f"--config {arguments.config}: no such file")
+    if not 1 <= arguments.groups <= GROUPS_MAX:
+        raise UsageError(f"--groups must be 1 to {GROUPS_MAX}, got {arguments.groups}")
     options = UpOptions(data_dir=arguments.data.resolve(), ports=ports, host=arguments.host,
                         config=arguments.config)
+    say = lambda line: print(f"mqstore up: {line}", flush=True)  # noqa: E731
     try:
-        return run_up(options, say=lambda line: print(f"mqstore up: {line}", flush=True))
+        if arguments.groups == 1:
+            return run_up(options, say=say)
+        from mqstore.services.cli.up_groups import run_up_groups  # noqa: PLC0415
+
+        return run_up_groups(options, group_count=arguments.groups, say=say)
     except UpError as error:
         raise UsageError(str(error)) from None

@@ -29,6 +29,8 @@ No service outlives `up`, whatever ends it:
 | SIGKILL, of `up` or of its process group  | SIGTERM from the kernel (parent_death.py)     |
 | a failed start                            | stopped before `up` exits                     |
 
+`up --groups N` runs a name server and N such groups instead (up_groups.py).
+
 "up" is said only when `up`'s own processes answer: every /readyz answer carries the pid of
 the process that gave it, and a port answered by another pid is reported as in use.  Before
 starting anything `up` tries each port: one in use is one line and exit 2.  `up` writes no
@@ -51,6 +53,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from mqstore.services.cli.options import discard_stdout
 from mqstore.services.common.process.parent_death import ENV_PARENT_PID
@@ -77,12 +80,24 @@ class UpError(Exception):
         self.exit_code = exit_code
 
 
+@dataclasses.dataclass(frozen=True)
+class BrokerRegistration:
+    """A group of `up --groups`: the broker its notifier registers as, and where."""
+
+    cluster_name: str
+    broker_name: str
+    namesrv_address: str
+    """"host:port" of the name server `up` runs."""
+
+
 @dataclasses.dataclass
 class UpOptions:
     data_dir: Path
     ports: dict[str, int]
     host: str = "127.0.0.1"
     config: Path | None = None
+    broker: BrokerRegistration | None = None
+    """None: one group that registers nowhere (its front answers name-server codes itself)."""
     ready_timeout_s: float = 60.0
     stop_timeout_s: float = 60.0
     restart_backoff_ms: int = 500
@@ -98,6 +113,9 @@ class Child:
 
 
 class Supervisor:
+    child_stdout: int | None = None
+    """Where the children's stdout goes (None: `up`'s; the services log to stderr)."""
+
     def __init__(self, options: UpOptions, *, say: Callable[[str], None],
                  stop_requested: Callable[[], bool] = lambda: False) -> None:
         """`stop_requested`: polled while starting and restarting, so a stop signal never
@@ -130,8 +148,7 @@ class Supervisor:
             environment["MQSTORE_REPLICATION__SECRET_FILE"] = str(
                 replication_secret(self.options.data_dir))
         if "remoting" in self.options.ports:
-            reachable = "127.0.0.1" if self.options.host in ("0.0.0.0", "") else \
-                self.options.host
+            reachable = reachable_host(self.options.host)
             environment["MQSTORE_REMOTING__HOST"] = self.options.host
             environment["MQSTORE_REMOTING__PORT"] = str(self.options.ports["remoting"])
             environment["MQSTORE_STORE__STORE_HOST"] = \
@@ -140,18 +157,31 @@ class Supervisor:
             # The writer's forward listener is on loopback (writer.forward_host), whatever --host.
             environment["MQSTORE_REMOTING__WRITER_ADDRESS"] = \
                 f"127.0.0.1:{self.options.ports['forward']}"
+        if self.options.broker is not None:
+            environment["MQSTORE_REMOTING__CLUSTER_NAME"] = self.options.broker.cluster_name
+            environment["MQSTORE_REMOTING__BROKER_NAME"] = self.options.broker.broker_name
+            environment["MQSTORE_REMOTING__NAMESRV_ADDRESSES"] = \
+                self.options.broker.namesrv_address
         if "indexer_url" in {field.name for field in dataclasses.fields(NotifierSettings)}:
             environment["MQSTORE_NOTIFIER__INDEXER_URL"] = self.url("indexer")
         return environment
 
-    def _spawn(self, name: str, backoff_ms: int) -> Child:
+    def _command(self, name: str) -> list[str]:
         command = [sys.executable, "-P", "-m", "mqstore.services.cli", name]
         if self.options.config is not None:
             command += ["--config", str(self.options.config)]
+        return command
+
+    def spawn(self, name: str, backoff_ms: int | None = None) -> Child:
+        """Start `name`, not waiting for it; `backoff_ms`: the wait before this start (a
+        restart), doubled if it dies again soon."""
         # A session of its own: the terminal's Ctrl-C reaches `up` only, which then stops
         # the services in an order that loses nothing.
-        process = subprocess.Popen(command, env=self._environment(), stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(self._command(name), env=self._environment(),
+                                   stdin=subprocess.DEVNULL, stdout=self.child_stdout,
                                    start_new_session=True)
+        if backoff_ms is None:
+            backoff_ms = self.options.restart_backoff_ms
         child = Child(name, process, time.monotonic(), backoff_ms)
         self._children[name] = child
         return child
@@ -162,16 +192,24 @@ class Supervisor:
         for name in START_ORDER:
             if self._stop_requested():
                 return
-            self._spawn(name, self.options.restart_backoff_ms)
-            self._wait_ready(name)
+            self.spawn(name)
+            self.wait_ready(name)
             if self._stop_requested():
                 return
-            self._say(f"{name:<8} {self.url(name)}")
-            if name == "notifier" and "remoting" in self.options.ports:
-                self._say(f"remoting {self.options.host}:{self.options.ports['remoting']} "
-                          f"(RocketMQ name server and broker: setNamesrvAddr)")
+            self.announce(name)
 
-    def _wait_ready(self, name: str) -> None:
+    def announce(self, name: str) -> None:
+        """Say where `name` answers, once it is ready."""
+        self._say(f"{name:<8} {self.url(name)}")
+        if name != "notifier" or "remoting" not in self.options.ports:
+            return
+        address = f"{self.options.host}:{self.options.ports['remoting']}"
+        broker = self.options.broker
+        self._say(f"remoting {address} (RocketMQ name server and broker: setNamesrvAddr)"
+                  if broker is None else f"remoting {address} (broker {broker.broker_name} "
+                  f"of {broker.cluster_name}, registered with {broker.namesrv_address})")
+
+    def wait_ready(self, name: str) -> None:
         """Until `name`'s own process answers /readyz: another process answering on its port
         (another mqstore) is a port in use, not a ready service."""
         deadline = time.monotonic() + self.options.ready_timeout_s
@@ -209,26 +247,41 @@ class Supervisor:
             while time.monotonic() < restart_at and not self._stop_requested():
                 time.sleep(0.05)  # a stop during the backoff is not kept waiting
             if not self._stop_requested():
-                self._spawn(name, backoff_ms)
+                self.spawn(name, backoff_ms)
 
     def stop(self) -> dict[str, int | None]:
         """SIGTERM each child in STOP_ORDER and wait for it; returns the exit codes."""
-        self._stopping = True
         codes: dict[str, int | None] = {}
         for name in STOP_ORDER:
-            child = self._children.get(name)
-            if child is None:
-                continue
-            if child.process.poll() is None:
-                child.process.send_signal(signal.SIGTERM)
-            try:
-                codes[name] = child.process.wait(self.options.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                self._say(f"{name} did not stop within {self.options.stop_timeout_s:.0f} s; "
-                          f"killing it (its next start recovers)")
-                child.process.kill()
-                codes[name] = child.process.wait()
+            if self.terminate(name):
+                codes[name] = self.wait_stopped(name)
         return codes
+
+    def terminate(self, name: str) -> bool:
+        """SIGTERM `name` and restart nothing from now on; False if it was never started."""
+        self._stopping = True
+        child = self._children.get(name)
+        if child is None:
+            return False
+        if child.process.poll() is None:
+            child.process.send_signal(signal.SIGTERM)
+        return True
+
+    def wait_stopped(self, name: str) -> int | None:
+        """`name`'s exit code, once it ends (killed after `stop_timeout_s`)."""
+        child = self._children[name]
+        try:
+            return child.process.wait(self.options.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            self._say(f"{name} did not stop within {self.options.stop_timeout_s:.0f} s; "
+                      f"killing it (its next start recovers)")
+            child.process.kill()
+            return child.process.wait()
+
+
+def reachable_host(host: str) -> str:
+    """Where a local client reaches a listener bound to `host` (any address: loopback)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "") else host
 
 
 def replication_secret(data_dir: Path) -> Path:
@@ -273,18 +326,35 @@ def check_ports_free(host: str, ports: dict[str, int]) -> None:
                               exit_code=EXIT_USAGE) from None
 
 
+class Supervised(Protocol):
+    """What `supervise` runs: one group's Supervisor, or a name server and groups."""
+
+    def start(self) -> None: ...
+    def watch_once(self) -> None: ...
+    def stop(self) -> dict[str, int | None]: ...
+
+
 def run_up(options: UpOptions, *, say: Callable[[str], None]) -> int:
     """Run the services until a stop signal; UpError before any started (a port in use).
     Whatever happens after the first start, the services are stopped before this returns."""
     options.data_dir.mkdir(parents=True, exist_ok=True)
     check_ports_free(options.host, options.ports)
+    return supervise(lambda say, stop_requested: Supervisor(
+        options, say=say, stop_requested=stop_requested), say=say,
+        stop_order=", ".join(STOP_ORDER))
+
+
+def supervise(build: Callable[[Callable[[str], None], Callable[[], bool]], Supervised], *,
+              say: Callable[[str], None], stop_order: str) -> int:
+    """Start what `build(say, stop_requested)` makes, watch it until a stop signal, stop it
+    (also on a failed start) and return `up`'s exit status."""
     say = _never_raising(say)
     stop_requested: list[int] = []
 
     def request_stop(signum: int, frame: object) -> None:
         stop_requested.append(signum)
 
-    supervisor = Supervisor(options, say=say, stop_requested=lambda: bool(stop_requested))
+    supervisor = build(say, lambda: bool(stop_requested))
     previous = {s: signal.signal(s, request_stop) for s in STOP_SIGNALS}
     failed: UpError | None = None
     try:
@@ -294,7 +364,7 @@ def run_up(options: UpOptions, *, say: Callable[[str], None]) -> int:
         while not stop_requested:
             supervisor.watch_once()
             time.sleep(0.2)
-        say("stopping: notifier, writer, indexer")
+        say(f"stopping: {stop_order}")
     except UpError as error:
         failed = error
     finally:

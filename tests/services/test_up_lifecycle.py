@@ -228,7 +228,7 @@ def test_ready_only_when_its_own_child_answers(tmp_path: Path) -> None:
     try:
         supervisor._children["writer"] = Child("writer", sleeper, time.monotonic(), 500)
         with pytest.raises(UpError) as raised:
-            supervisor._wait_ready("writer")
+            supervisor.wait_ready("writer")
         assert raised.value.exit_code == 2
         assert "answered by another process, pid 1" in str(raised.value)
     finally:
