@@ -11,6 +11,8 @@ Only the 5.5.0 tools: 4.9.8's clusterList stops on a NullPointerException agains
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +26,9 @@ pytestmark = pytest.mark.remoting_clients
 
 COUNT = 40
 QUEUES = 8
+PERMISSION_WAIT_S = 30.0
+"""RocketMQ's broker registers again at once after a brokerPermission change; the name
+server's route follows."""
 
 
 @dataclass(frozen=True)
@@ -134,3 +139,30 @@ def test_update_then_delete_topic(populated: Populated) -> None:
     assert topic not in populated.run("topicList").output.split()
     gone = populated.admin.run("topicRoute", populated.namesrv, "-t", topic)
     assert gone.failed, gone.output
+
+
+def _route_perms(populated: Populated) -> set[int]:
+    route = populated.run("topicRoute", "-t", populated.topic).output
+    return {int(perm) for perm in re.findall(r'"perm"\s*:\s*(\d+)', route)}
+
+
+def _wait_route_perms(populated: Populated, perms: set[int]) -> None:
+    deadline = time.monotonic() + PERMISSION_WAIT_S
+    while (found := _route_perms(populated)) != perms:
+        assert time.monotonic() < deadline, f"route perms {found}, not {perms}"
+        time.sleep(0.5)
+
+
+def test_broker_permission_makes_the_broker_read_only_then_writable(
+        populated: Populated) -> None:
+    """`updateBrokerConfig -k brokerPermission -v 4`, how a RocketMQ broker is drained: the
+    topic's route says read only, `getBrokerConfig` shows it; 6 undoes it."""
+    broker = ("-b", populated.broker_addr, "-k", "brokerPermission")
+    try:
+        populated.run("updateBrokerConfig", *broker, "-v", "4")
+        _wait_route_perms(populated, {4})
+        config = populated.run("getBrokerConfig", "-b", populated.broker_addr).output
+        assert re.search(r"brokerPermission\s*=\s*4\b", config), config
+    finally:
+        populated.run("updateBrokerConfig", *broker, "-v", "6")
+    _wait_route_perms(populated, {6})

@@ -195,6 +195,7 @@ NEEDS: dict[int, NeedsOf] = {
     codes.DELETE_TOPIC_IN_BROKER: _admin, codes.DELETE_TOPIC_IN_NAMESRV: _admin,
     codes.INVOKE_BROKER_TO_RESET_OFFSET: _admin, codes.GET_ALL_TOPIC_CONFIG: _admin,
     codes.GET_BROKER_RUNTIME_INFO: _admin, codes.QUERY_TOPIC_CONSUME_BY_WHO: _admin,
+    codes.UPDATE_BROKER_CONFIG: _admin, codes.GET_BROKER_CONFIG: _admin,
     codes.HEART_BEAT: _heartbeat, codes.UNREGISTER_CLIENT: _unregister,
     codes.GET_ROUTEINFO_BY_TOPIC: _nothing, codes.GET_BROKER_CLUSTER_INFO: _nothing,
     codes.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: _nothing, codes.GET_TOPICS_BY_CLUSTER: _nothing,

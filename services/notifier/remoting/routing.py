@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mqstore.services.notifier.remoting import (
     admin,
+    broker_config,
     clients,
     codes,
     filters,
@@ -63,4 +64,6 @@ HANDLERS: dict[int, Handler] = {
     codes.GET_CONSUME_STATS: admin.consume_stats,
     codes.INVOKE_BROKER_TO_RESET_OFFSET: admin.reset_offset,
     codes.GET_BROKER_RUNTIME_INFO: admin.runtime_info,
+    codes.UPDATE_BROKER_CONFIG: broker_config.update_broker_config,
+    codes.GET_BROKER_CONFIG: broker_config.get_broker_config,
 }

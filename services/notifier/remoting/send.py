@@ -13,6 +13,8 @@ is stored and not answered.
 | stored, sync flush or follower not confirmed   | 10 / 12 / 11          |
 | unknown topic, no auto-create (`topics.auto_  | 17 TOPIC_NOT_EXIST    |
 | create` off), deleted, or past `topics_max`    |                       |
+| the broker or the topic not writable           | 16 NO_PERMISSION      |
+| (`brokerPermission`, the topic's `perm`)       |                       |
 | system topic, `%DLQ%`, `%RETRY%` but not a     | 16 NO_PERMISSION      |
 | send-back (the writer's topic_gate.py)         |                       |
 | `%RETRY%g` past the max reconsume times        | stored in `%DLQ%g`    |
@@ -53,6 +55,7 @@ from mqstore.services.notifier.remoting.codes import (
 from mqstore.services.notifier.remoting.context import Front, Peer
 from mqstore.services.notifier.remoting.frame import Command
 from mqstore.services.notifier.remoting.topics import TopicConfig
+from mqstore.storage.files.topics_file import PERM_WRITE
 from mqstore.storage.format.message import offset_msg_id
 
 STATUS_CODES = {"PUT_OK": SUCCESS, "FLUSH_DISK_TIMEOUT": FLUSH_DISK_TIMEOUT,
@@ -76,7 +79,13 @@ def forward_of(front: Front, request: Command, peer: Peer) -> ForwardRequest:
     """What to forward to the writer for a send (RemotingError: the send's refusal)."""
     topic = headers.text(request, "topic", "b")
     front.topics.check_name(topic)
+    if not front.topics.broker_permission & PERM_WRITE:  # RocketMQ's order and remarks
+        raise RemotingError(NO_PERMISSION, f"the broker[{front.settings.broker_name}, "
+                                           f"{front.broker_address}] sending message is "
+                                           f"forbidden")
     config = _topic(front, request, topic)
+    if not config.perm & PERM_WRITE:
+        raise RemotingError(NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
     queue_id = headers.queue_id(request, "queueId", "e")
     if queue_id < 0:  # round robin per topic, as the writer's HTTP produce
         queue_id = front.queues.choose(topic, queue_count=config.write_queue_nums)

@@ -13,6 +13,12 @@ reads the file again when it changed, so it sees every other's changes: a send's
 of the front's time), and looks again at once for one it did not find.  A topic deleted by
 another process may so take one more send in that window; the writer refuses it
 (services/writer/topic_gate.py).
+
+The broker's permission (`brokerPermission` in `config/broker.properties`, set by
+`mqadmin updateBrokerConfig`, broker_config.py) is read with the topics: while it lacks
+read or write, every topic is served with the broker's permission instead of its own, as
+RocketMQ's broker registers it, so routes and registrations stop sends to a draining
+broker.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from mqstore.services.notifier.remoting.codes import (
     RemotingError,
 )
 from mqstore.storage import TopicNameError, validate_topic
+from mqstore.storage.files.broker_properties import BrokerPropertiesFile
 from mqstore.storage.files.topics_file import (
     PERM_INHERIT,
     PERM_READ,
@@ -50,6 +57,7 @@ from mqstore.storage.files.topics_file import (
 
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 TOPIC_READ_INTERVAL_MS = 100
+BROKER_PERMISSION_KEY = "brokerPermission"
 
 
 class TopicConfig(NamedTuple):
@@ -82,6 +90,9 @@ class TopicTable:
         self._topics_max = topics_max
         self._on_disk = on_disk
         self._topics: Topics = self._file.read()
+        self.properties = BrokerPropertiesFile(data_dir)
+        self.broker_permission = broker_permission(self.properties.read())
+        """`brokerPermission` as last read (PERM_READ_WRITE when unset)."""
         self._dead_letter_topics: set[str] = set()
         """`%DLQ%<group>` topics this front stored into (`add_dead_letter_topic`)."""
         self._read_s = -math.inf
@@ -92,12 +103,23 @@ class TopicTable:
         now_s = time.monotonic()
         fresh = now_s - self._read_s >= TOPIC_READ_INTERVAL_MS / 1000
         if fresh:
-            self._topics, self._read_s = self._file.read(), now_s
+            self._read_files(now_s)
         found = self._routed(topic, self._topics.created, self._topics.deleted)
         if found is None and not fresh:
-            self._topics, self._read_s = self._file.read(), now_s
+            self._read_files(now_s)
             found = self._routed(topic, self._topics.created, self._topics.deleted)
-        return found
+        permission = self.broker_permission
+        if found is None or permission & PERM_READ_WRITE == PERM_READ_WRITE:
+            return found
+        return found._replace(perm=permission)
+
+    def _read_files(self, now_s: float) -> None:
+        self._topics, self._read_s = self._file.read(), now_s
+        self.broker_permission = broker_permission(self.properties.read())
+
+    def read_again(self) -> None:
+        """Read the files at the next lookup (after this process changed one)."""
+        self._read_s = -math.inf
 
     def _routed(self, topic: str, created: Mapping[str, TopicEntry],
                 deleted: AbstractSet[str]) -> TopicConfig | None:
@@ -188,3 +210,10 @@ class TopicTable:
             change.deleted.add(topic)
         self._read_s = -math.inf
         return True
+
+
+def broker_permission(properties: Mapping[str, str]) -> int:
+    """`brokerPermission` of the broker properties; PERM_READ_WRITE when unset or not a
+    permission (the handler refuses such a value, so only a hand edit writes one)."""
+    value = properties.get(BROKER_PERMISSION_KEY, "")
+    return int(value) if value.isdigit() and int(value) <= 7 else PERM_READ_WRITE
