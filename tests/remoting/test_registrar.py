@@ -11,12 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from mqstore.services.common.links.framing import FrameLimits, FrameWatchdog
 from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.namesrv import registration
 from mqstore.services.namesrv.run import build
 from mqstore.services.namesrv.server import NamesrvServer
 from mqstore.services.namesrv.settings import NamesrvSettings
 from mqstore.services.notifier.remoting import registration_requests as requests
+from mqstore.services.notifier.remoting.codes import GET_BROKER_CLUSTER_INFO, SUCCESS
+from mqstore.services.notifier.remoting.frame import Command
+from mqstore.services.notifier.remoting.namesrv_link import NamesrvLink, split_address
 from mqstore.services.notifier.remoting.registrar import BrokerRegistrar
 from mqstore.services.notifier.remoting.topics import TopicConfig
 from mqstore.storage import ConfigError
@@ -165,3 +169,30 @@ def test_addresses_split_as_rocketmq_namesrv_addr() -> None:
     settings = RemotingSettings(namesrv_addresses=" a:9876; b.ns.svc:9876 ;")
     assert settings.namesrv_address_list == ("a:9876", "b.ns.svc:9876")
     assert RemotingSettings().namesrv_address_list == ()
+
+
+def test_a_restarted_name_server_is_called_again_at_once() -> None:
+    asyncio.run(_a_restarted_name_server_is_called_again_at_once())
+
+
+async def _a_restarted_name_server_is_called_again_at_once() -> None:
+    """The kept connection to a name server that restarted is closed; the next call finds
+    out by using it, and is sent again on a new connection instead of failing its round."""
+    first, address = await started_namesrv()
+    host, port = split_address(address)
+    link = NamesrvLink(host, port, watchdog=FrameWatchdog(FrameLimits(
+        frame_size_bytes_max=1 << 20, frame_read_timeout_ms=1000,
+        write_buffer_bytes_max=1 << 20, write_drain_timeout_ms=1000)))
+    try:
+        assert (await link.call(Command(GET_BROKER_CLUSTER_INFO, link.next_opaque()))).code \
+            == SUCCESS
+        await first.close()
+        second = build(NamesrvSettings(port=port))
+        await second.start()
+        try:
+            answer = await link.call(Command(GET_BROKER_CLUSTER_INFO, link.next_opaque()))
+            assert answer.code == SUCCESS
+        finally:
+            await second.close()
+    finally:
+        link.close()

@@ -7,7 +7,7 @@ this name server makes them in turn): write the request, read frames until the a
 its opaque (services/common/links/framing.py reads them: a frame at most
 `frame_size_bytes_max`, whole within `frame_read_timeout_ms`).  The caller bounds each call
 with its timeout; a call that fails or times out closes the connection, and the next one
-connects again.
+connects again (a call that finds its kept connection closed connects again at once).
 """
 
 from __future__ import annotations
@@ -42,7 +42,20 @@ class NamesrvLink:
 
     async def call(self, request: Command) -> Command:
         """Send `request` and return its answer (ConnectionError if the link breaks).  Any
-        exception, a cancellation by the caller's timeout included, closes the link."""
+        exception, a cancellation by the caller's timeout included, closes the link.  A kept
+        connection the name server closed in the meantime (it restarted) is found out only by
+        using it: the request is then sent once more on a new connection, so a restarted
+        name server hears from the broker this round, not the next (registrations are
+        idempotent)."""
+        kept = self._stream is not None and not self._stream.writer.is_closing()
+        try:
+            return await self._call_once(request)
+        except ConnectionError:
+            if not kept:
+                raise
+        return await self._call_once(request)
+
+    async def _call_once(self, request: Command) -> Command:
         try:
             stream = await self._connected()
             await stream.write(encode(request))
