@@ -72,7 +72,8 @@ class PeerError(RuntimeError):
     """The peer did not start or stop. Tests fail on this, never skip."""
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:`port` now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -86,7 +87,7 @@ def free_port(*, neighbours: tuple[int, ...] = ()) -> int:
     """A loopback port that is free, and so are `port + n` for each n in `neighbours`."""
     for _ in range(PORT_TRIES_MAX):
         port = random.randint(20_000, 40_000)
-        if all(_port_free(port + n) for n in (0, *neighbours)):
+        if all(port_free(port + n) for n in (0, *neighbours)):
             return port
     raise PeerError("no free loopback port found")
 
@@ -208,7 +209,7 @@ class RocketMqPeer:
                 raise PeerError(f"RocketMQ {process.name} exited with {process.popen.returncode}"
                                 f" while starting:\n{process.log_tail()}")
             booted = "boot success" in process.log_path.read_text(errors="replace")
-            if booted and not _port_free(port):
+            if booted and not port_free(port):
                 return
             time.sleep(0.2)
         raise PeerError(f"RocketMQ {process.name} did not boot in {START_TIMEOUT_S}s:\n"

@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -31,6 +30,7 @@ from tests.processes import MQSTORE
 from tests.remoting.up_process import SMALL_SEGMENTS, UP_READY_LINE
 from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.raw_remoting import GET_BROKER_CLUSTER_INFO, SUCCESS, request, route_of
+from tests.remoting_clients.rocketmq_peer import port_free
 
 pytestmark = pytest.mark.remoting_clients
 
@@ -121,20 +121,10 @@ def _free_layout(tmp_path: Path) -> dict[str, int]:
                  "remoting": base + 6, "forward": base + 5}
         layout = group_layout(UpOptions(data_dir=tmp_path, ports=ports),
                               group_count=GROUP_COUNT)
-        if all(_bindable(port) for port in [ports["remoting"], *(
+        if all(port_free(port) for port in [ports["remoting"], *(
                 port for group in layout for port in group.ports.values())]):
             return ports
     raise AssertionError(f"no free layout in {LAYOUT_ATTEMPTS_MAX} tries")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _wait_route_names(namesrv: str, topic: str, broker_names: set[str]) -> None:

@@ -26,6 +26,7 @@ import pytest
 
 from tests.integration.three_services import SMALL_STORE, free_ports
 from tests.processes import MQSTORE
+from tests.remoting_clients.rocketmq_peer import port_free
 
 UP_READY_LINE = b"mqstore is up"
 START_TIMEOUT_S = 120.0
@@ -83,7 +84,7 @@ class Up:
         for pid in survivors:  # leave nothing behind for the next test, then fail
             os.kill(pid, signal.SIGKILL)
         assert survivors == [], f"children of up still alive: {survivors}"
-        held = [name for name, port in self.ports.items() if not _bindable(port)]
+        held = [name for name, port in self.ports.items() if not port_free(port)]
         assert held == [], f"ports still held after up ended: {held}"
         assert self._temporary_files() == []
 
@@ -91,16 +92,6 @@ class Up:
         """Files `up` left in the temporary directory naming this run's data directory."""
         return [path for path in Path(tempfile.gettempdir()).glob("mqstore-up-*")
                 if str(self.data_dir) in path.read_text(errors="replace")]
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _children_of(parent_pid: int) -> list[int]:
