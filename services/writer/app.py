@@ -108,6 +108,8 @@ def create_app(store: MessageStore, settings: WriterSettings, *,
             return f"store stopped: {store.failure}"
         if store.closed:
             return "store is closed"
+        if follower is not None and (behind := follower.not_caught_up()) is not None:
+            return behind
         return admission.saturated()
 
     add_common_routes(app, registry=metrics.registry,

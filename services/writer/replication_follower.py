@@ -105,6 +105,20 @@ class ReplicationClient:
                 await self._task
             self._task = None
 
+    def not_caught_up(self) -> str | None:
+        """Why this follower is not ready (/readyz): not connected, or further behind its
+        master than `follower_ready_lag_bytes_max`; None when it is caught up."""
+        if not self.state.connected:
+            return f"not connected to the master {self.settings.master}"
+        lag = self.lag_bytes
+        if lag is None:
+            return f"connected to the master {self.settings.master}, no position heard yet"
+        if lag > self.settings.follower_ready_lag_bytes_max:
+            return (f"{lag} bytes behind the master, more than "
+                    f"replication.follower_ready_lag_bytes_max="
+                    f"{self.settings.follower_ready_lag_bytes_max}")
+        return None
+
     @property
     def lag_bytes(self) -> int | None:
         """The master's known end (`FollowerState.master_position`) minus this log's end;

@@ -360,3 +360,33 @@ def test_a_busy_replication_port_is_a_config_error(tmp_path: Path) -> None:
 
     assert "cannot listen on" in run(scenario)
     master.close()
+
+
+def test_a_follower_is_ready_only_connected_and_caught_up(tmp_path: Path) -> None:
+    """/readyz of a follower's writer: 503 while it is not connected to its master, or
+    further behind it than `follower_ready_lag_bytes_max`; 200 once caught up.  A
+    StatefulSet's roll waits on it, so the master is replaced only after its followers."""
+    follower = follower_store(tmp_path / "f")
+    client = ReplicationClient(follower, ReplicationSettings(
+        master="127.0.0.1:9", follower_ready_lag_bytes_max=1024))
+
+    async def readyz() -> tuple[int, str]:
+        from aiohttp.test_utils import TestClient, TestServer  # noqa: PLC0415
+
+        async with TestClient(TestServer(create_app(follower, WriterSettings(),
+                                                    follower=client))) as http:
+            response = await http.get("/readyz")
+            return response.status, json.dumps(await response.json())
+
+    try:
+        status, body = run(readyz)
+        assert status == 503 and "not connected to the master 127.0.0.1:9" in body
+        client.state.connected = True
+        end = follower.replication.written_position
+        client.state.master_position = end + 1025
+        status, body = run(readyz)
+        assert status == 503 and "1025 bytes behind the master" in body
+        client.state.master_position = end + 1024
+        assert run(readyz)[0] == 200
+    finally:
+        follower.close()

@@ -72,6 +72,14 @@ class ReplicationSettings:
     connect_timeout_ms: int = 3000
     """A connection attempt that has not completed by then is given up and retried."""
 
+    follower_ready_lag_bytes_max: int = 4 * 1024 * KIB
+    """A follower's writer answers /readyz 503 until it is connected to its master and at
+    most this many bytes behind it.  A StatefulSet rolls its pods from the highest ordinal
+    down, each once the one before is Ready, so the master (pod 0) is replaced only after
+    every follower has caught up, and a new follower is Ready only once it holds the
+    master's log.  4 MiB: a few milliseconds of streaming, above what a follower trails by
+    under steady load."""
+
     followers_max: int = 16
     """Connections a master accepts at once (those still in the handshake included); more
     are closed at once.  Each costs a copy of every new byte on the master's event loop."""
@@ -94,7 +102,7 @@ class ReplicationSettings:
             raise ConfigError(f"port={self.port} must be in 0..65535")
         for name in ("batch_bytes_max", "heartbeat_interval_ms", "housekeeping_interval_ms",
                      "reconnect_interval_ms", "connect_timeout_ms", "followers_max",
-                     "handshake_timeout_ms"):
+                     "handshake_timeout_ms", "follower_ready_lag_bytes_max"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name}={value!r} must be a positive integer")
