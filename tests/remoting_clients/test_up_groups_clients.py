@@ -29,6 +29,8 @@ from mqstore.services.cli.up_groups import group_layout
 from tests.processes import MQSTORE
 from tests.remoting.up_process import SMALL_SEGMENTS, UP_READY_LINE
 from tests.remoting_clients.go_client import GoClient
+from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
+from tests.remoting_clients.mqadmin import AdminResult, MqAdmin
 from tests.remoting_clients.raw_remoting import GET_BROKER_CLUSTER_INFO, SUCCESS, request, route_of
 from tests.remoting_clients.rocketmq_peer import port_free
 
@@ -149,3 +151,34 @@ def _stored_count(notifier_url: str, topic: str) -> int:
 def _logs(tmp_path: Path) -> str:
     return (f"--- stdout ---\n{(tmp_path / 'up.out').read_text()}\n--- stderr (end) ---\n"
             f"{(tmp_path / 'up.err').read_text(errors='replace')[-3000:]}")
+
+
+def test_mqadmin_sees_the_cluster_and_a_consumer_across_both_groups(tmp_path: Path) -> None:
+    """Apache RocketMQ's mqadmin (5.5.0) against `up --groups 2` through the name server:
+    `updateTopic -c` makes the topic on both groups, RocketMQ's Java client produces and
+    consumes through it, `clusterList` lists both brokers, `topicRoute` both groups' queues
+    and `consumerProgress` the group's queues on both, nothing left to consume."""
+    clients = JavaClients.build(CLIENT_5)
+    admin = MqAdmin(clients)
+    with _up_groups(tmp_path) as (namesrv, _groups):
+        def run(command: str, *args: str) -> AdminResult:
+            result = admin.run(command, namesrv, *args)
+            assert not result.failed, result.output
+            return result
+
+        topic, group = f"adm-{uuid.uuid4().hex[:10]}", f"adm-g-{uuid.uuid4().hex[:10]}"
+        run("updateTopic", "-c", "DefaultCluster", "-t", topic,
+            "-r", str(QUEUE_COUNT_PER_GROUP), "-w", str(QUEUE_COUNT_PER_GROUP))
+        _wait_route_names(namesrv, topic, {"mqstore-g0", "mqstore-g1"})
+        sent = clients.run("push-concurrently", namesrv=namesrv, topic=topic, group=group,
+                           count=MESSAGE_COUNT)
+        assert sent["ok"], sent
+        brokers = {row[1] for row in run("clusterList").table()}
+        assert brokers == {"mqstore-g0", "mqstore-g1"}, brokers
+        route = run("topicRoute", "-t", topic).output
+        assert route.count('"brokerName":"mqstore-g') >= 2 * GROUP_COUNT, route
+        progress = run("consumerProgress", "-g", group, "-t", topic)
+        rows = [row for row in progress.table() if row and row[0] == topic]
+        assert {row[1] for row in rows} == {"mqstore-g0", "mqstore-g1"}, progress.output
+        assert len(rows) == GROUP_COUNT * QUEUE_COUNT_PER_GROUP, progress.output
+        assert progress.field("Consume Diff Total") == "0", progress.output
