@@ -23,6 +23,18 @@ GIB = 1 << 30
 
 GROUPS_MAX = 16
 """The CRD's maximum of spec.groups (operator/groups.py)."""
+REPLICAS_MAX = 16
+"""The CRD's maximum of spec.replicas: pods of one group, and so the NodePorts each group
+is given (operator/external.py)."""
+
+NODE_PORT_MIN = 30000
+NODE_PORT_MAX = 32767
+"""Kubernetes' default NodePort range (kube-apiserver `--service-node-port-range`)."""
+NODE_PORTS_PER_BROKER = 1 + GROUPS_MAX * REPLICAS_MAX
+"""The name-server entry and one NodePort per pod of the largest cluster: 257."""
+NODE_PORT_BASE_MAX = NODE_PORT_MAX - (NODE_PORTS_PER_BROKER - 1)
+"""32511: the last port (base + 256) is then 32767.  The CRD's maximum of nodePortBase."""
+NODE_PORT_BASE_DEFAULT = 30900
 
 
 class SpecError(ValueError):
@@ -141,6 +153,21 @@ PROMETHEUS_PODS = (PeerSpec(namespace_selector={}, pod_selector={
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ExternalSpec:
+    """NodePort Services for clients outside the cluster network (operator/external.py):
+    they are given `<host>:<node_port_base>` as their name server."""
+
+    enabled: bool = False
+    host: str = ""
+    """The address clients outside reach a node on (its IP or DNS name): the host every
+    external address advertises.  Required when enabled."""
+
+    node_port_base: int = NODE_PORT_BASE_DEFAULT
+    """The first of the Broker's `NODE_PORTS_PER_BROKER` NodePorts (the name-server entry);
+    each Broker of the cluster needs a range of its own."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class NetworkSpec:
     policies: bool = True
     """Render NetworkPolicies for the Broker's pods (enforced only where the cluster's
@@ -151,6 +178,9 @@ class NetworkSpec:
 
     metrics: tuple[PeerSpec, ...] = PROMETHEUS_PODS
     """Who may scrape /metrics (served on the three HTTP ports); [] nobody."""
+
+    external: ExternalSpec = dataclasses.field(default_factory=ExternalSpec)
+    """Listeners for clients outside the cluster network; off by default."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -195,7 +225,27 @@ def parse_spec(spec: Mapping[str, Any]) -> BrokerSpec:
     if parsed.groups > 1 and parsed.name_server.replicas < 1:
         raise SpecError("spec.groups > 1 needs spec.nameServer.replicas >= 1: clients "
                         "need one name server that routes across the groups")
+    _check_external(parsed)
     return parsed
+
+
+def _check_external(spec: BrokerSpec) -> None:
+    """What the CRD's bounds and rule refuse, for a CRD without them (the NodePorts are
+    numbered for at most `REPLICAS_MAX` pods a group)."""
+    external = spec.network.external
+    if not NODE_PORT_MIN <= external.node_port_base <= NODE_PORT_BASE_MAX:
+        raise SpecError(f"spec.network.external.nodePortBase must be {NODE_PORT_MIN} to "
+                        f"{NODE_PORT_BASE_MAX} (its {NODE_PORTS_PER_BROKER} ports in the "
+                        f"NodePort range), got {external.node_port_base}")
+    if not external.enabled:
+        return
+    if not external.host:
+        raise SpecError("spec.network.external.host is required when "
+                        "spec.network.external.enabled is true")
+    if spec.replicas > REPLICAS_MAX:
+        raise SpecError(f"spec.replicas must be at most {REPLICAS_MAX} with "
+                        f"spec.network.external (each group has {REPLICAS_MAX} NodePorts), "
+                        f"got {spec.replicas}")
 
 
 def _parse(cls: type[Any], values: object, *, where: str) -> object:
