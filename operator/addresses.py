@@ -25,7 +25,10 @@ followers 1..N, which a name server keeps beside the master instead of replacing
     MQSTORE_REMOTING__BROKER_ID             metadata.labels['apps.kubernetes.io/pod-index']
       (remoting.broker_id)
 
-The StatefulSet controller sets that label on every pod (Kubernetes 1.28 and later).
+The StatefulSet controller sets that label on every pod (Kubernetes 1.28 and later).  With
+external listeners (`network.external`, operator/external.py) every broker pod's notifier
+gets it too, cluster or not: its external listener advertises the group's NodePort plus
+its broker id, its own pod's NodePort.
 
 An extra notifier (notifier.replicas, operator/network.py) has no writer in its pod and
 cannot store a send, so it advertises pod 0's name: a client that asks it for a route is

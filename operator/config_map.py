@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from . import names
+from .external import external_config
 from .pod_secrets import (
     REPLICATION_PATH,
     TLS_DIR,
@@ -28,7 +29,7 @@ CONFIG_HASH_LENGTH = 16
 
 
 def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
-                    cluster_name: str | None = None) -> dict[str, Any]:
+                    cluster_name: str | None = None, group_index: int = 0) -> dict[str, Any]:
     """The config file as a dict, one for every pod.  The three containers share the pod's
     network namespace, so the notifier reaches the indexer's notice stream on 127.0.0.1.
     Pod 0's writer runs as the master (store.role), every other pod's follows it: the
@@ -40,7 +41,9 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
     NetworkPolicies decide who gets in.  The Secrets' files are named where
     `pod_secrets.py` mounts them.  In a cluster (`cluster_name` set, operator/groups.py)
     the remoting front registers the group (`broker_name`) with the cluster's name
-    servers; each pod's broker id comes from its pod index (operator/addresses.py)."""
+    servers; each pod's broker id comes from its pod index (operator/addresses.py).  With
+    `network.external` the front's external listener advertises group `group_index`'s
+    NodePorts (operator/external.py)."""
     in_use = secrets_in_use(broker_name, spec)
     host = LISTEN_ALL
     replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,
@@ -60,6 +63,8 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
         document["remoting"].update(
             cluster_name=cluster_name, broker_name=broker_name,
             namesrv_addresses=names.namesrv_address(cluster_name, namespace))
+    if spec.network.external.enabled:
+        document["remoting"].update(external_config(spec, group_index=group_index))
     if in_use.users is not None:
         document["auth"] = {"users_file": config_path(USERS_PATH)}
     if in_use.tls is not None:
@@ -75,10 +80,10 @@ def http_scheme(in_use: SecretsInUse) -> str:
 
 
 def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str,
-                  cluster_name: str | None = None) -> str:
+                  cluster_name: str | None = None, group_index: int = 0) -> str:
     """The file's text: sorted keys, so equal settings give equal text and an equal hash."""
     document = config_document(spec, broker_name=broker_name, namespace=namespace,
-                               cluster_name=cluster_name)
+                               cluster_name=cluster_name, group_index=group_index)
     return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
 
 
@@ -89,7 +94,8 @@ def config_hash(text: str) -> str:
 def build_config_map(broker: Mapping[str, Any], spec: BrokerSpec) -> dict[str, Any]:
     text = render_config(spec, broker_name=broker["metadata"]["name"],
                          namespace=broker["metadata"]["namespace"],
-                         cluster_name=names.cluster_name(broker))
+                         cluster_name=names.cluster_name(broker),
+                         group_index=names.group_index(broker))
     metadata = names.child_metadata(broker, names.config_map_name(broker["metadata"]["name"]))
     metadata["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_hash(text)}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,

@@ -2,7 +2,8 @@
 (operator/name_server.py) and `spec.groups` broker groups that register with them.
 
 Every group is built by the one-group builders from a view of the Broker: the same dict,
-with `metadata.name` the group's name and `names.CLUSTER_KEY` naming the Broker, so that
+with `metadata.name` the group's name and `names.CLUSTER_KEY` naming the Broker and the
+group's index, so that
 
 | what | group 0 | group g >= 1 |
 |---|---|---|
@@ -12,6 +13,7 @@ with `metadata.name` the group's name and `names.CLUSTER_KEY` naming the Broker,
 | ConfigMap | `<broker>-config` | `<broker>-g<g>-config` |
 | label app.kubernetes.io/instance | `<broker>` | `<broker>-g<g>` |
 | config remoting.broker_name | `<broker>` | `<broker>-g<g>` |
+| NodePort Service of pod i (external) | `<broker>-<i>-external` | `<broker>-g<g>-<i>-external` |
 
 and, in every group, the label `mqstore.io/broker: <broker>`, `remoting.cluster_name` the
 Broker's name and `remoting.namesrv_addresses` the name servers' headless Service.  The
@@ -50,7 +52,7 @@ def group_view(broker: Mapping[str, Any], index: int, *,
         return broker
     name = broker["metadata"]["name"]
     return {**broker, "metadata": {**broker["metadata"], "name": names.group_name(name, index)},
-            names.CLUSTER_KEY: {"name": name}}
+            names.CLUSTER_KEY: {"name": name, "index": index}}
 
 
 def decide_groups(*, wanted: int, live: int) -> int:

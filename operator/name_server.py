@@ -7,11 +7,15 @@ a Deployment, and two Services on their remoting port (9876).
 | headless Service | `<broker>-namesrv-headless` | every group registers with each of its pods |
 | ClusterIP Service | `<broker>-namesrv` | clients: `<broker>-namesrv.<namespace>.svc:9876` |
 | NetworkPolicy | `<broker>-namesrv` | with network.policies: the groups' pods and clients |
+| NodePort Service | `<broker>-external` | with network.external: clients outside |
 
 The name servers hold no state on disk (the brokers register again every 30 s), so a
 Deployment, and scaling it restarts no broker: the registrar resolves the headless name
 again at each round (services/notifier/remoting/registrar.py).  The headless Service lists
-only ready pods, so a broker registers with a name server that is listening."""
+only ready pods, so a broker registers with a name server that is listening.
+
+With `network.external` the name servers also listen on 9877 (`--external-port`) for
+clients outside the cluster network, behind `<broker>-external` (operator/external.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import names
-from .pod import TMP_SIZE_LIMIT, container_security, pod_security
+from .pod import TMP_SIZE_LIMIT, container_security, external_container_port, pod_security
 from .spec import BrokerSpec
 
 COMPONENT = "namesrv"
@@ -46,14 +50,19 @@ def _port() -> list[dict[str, Any]]:
 
 
 def namesrv_container(spec: BrokerSpec, *, image: str) -> dict[str, Any]:
+    """With `network.external` a second listener on 9877, whose routes name each broker by
+    the external address it registered (operator/external.py)."""
+    command = ["mqstore", "namesrv", "--host", "0.0.0.0", "--port", str(names.REMOTING_PORT)]
+    ports = [{"name": "remoting", "containerPort": names.REMOTING_PORT, "protocol": "TCP"}]
+    if spec.network.external.enabled:
+        command += ["--external-port", str(names.REMOTING_EXTERNAL_PORT)]
+        ports.append(external_container_port())
     return {
         "name": COMPONENT,
         "image": image,
         "imagePullPolicy": spec.image_pull_policy,
-        "command": ["mqstore", "namesrv", "--host", "0.0.0.0",
-                    "--port", str(names.REMOTING_PORT)],
-        "ports": [{"name": "remoting", "containerPort": names.REMOTING_PORT,
-                   "protocol": "TCP"}],
+        "command": command,
+        "ports": ports,
         "readinessProbe": {**PROBE_TCP, "periodSeconds": 5, "failureThreshold": 2},
         "livenessProbe": {**PROBE_TCP, "periodSeconds": 10, "failureThreshold": 6},
         "resources": dict(spec.name_server.resources),

@@ -27,8 +27,11 @@ BROKER_LABEL = f"{GROUP}/broker"
 servers.  A one-group Broker without name servers has no such label (its children stay as
 they were before clusters existed)."""
 CLUSTER_KEY = "cluster"
-"""In a group's view of its Broker (operator/groups.py): `{"name": <the Broker's name>}`.
-Never sent to the API server."""
+"""In a group's view of its Broker (operator/groups.py): `{"name": <the Broker's name>,
+"index": <the group's index>}`.  Never sent to the API server."""
+EXTERNAL_LABEL = f"{GROUP}/external"
+"""On every external Service (operator/external.py): the Broker's name, so that those no
+longer wanted are found by one list and deleted."""
 
 DATA_VOLUME = "data"
 """The volumeClaimTemplate's name: claims are `data-<broker>-<ordinal>`."""
@@ -43,6 +46,10 @@ REPLICATION_PORT = 8084
 """The writer's replication port on a master (followers connect to pod 0's)."""
 REMOTING_PORT = 9876
 """The notifier's RocketMQ remoting front (name-server and broker codes on one port)."""
+REMOTING_EXTERNAL_PORT = 9877
+"""The remoting front's external listener (`remoting.external_port`, the services'
+default), and the name server's (`--external-port`): what a NodePort leads to."""
+REMOTING_EXTERNAL_PORT_NAME = "remoting-ext"
 
 
 def selector_labels(broker_name: str) -> dict[str, str]:
@@ -61,6 +68,12 @@ def cluster_name(broker: Mapping[str, Any]) -> str | None:
     """The Broker's name if `broker` is a group's view of a cluster, else None."""
     cluster = broker.get(CLUSTER_KEY)
     return None if cluster is None else str(cluster["name"])
+
+
+def group_index(broker: Mapping[str, Any]) -> int:
+    """The group a (group's view of a) Broker is: 0 for a Broker itself."""
+    cluster = broker.get(CLUSTER_KEY)
+    return 0 if cluster is None else int(cluster.get("index", 0))
 
 
 def child_labels(broker: Mapping[str, Any], component: str = "broker") -> dict[str, str]:
@@ -107,6 +120,16 @@ def namesrv_client_address(broker_name: str, namespace: str) -> str:
     """What clients are given: the ClusterIP Service (any name server answers every
     route)."""
     return f"{namesrv_name(broker_name)}.{namespace}.svc:{REMOTING_PORT}"
+
+
+def external_service_name(broker_name: str) -> str:
+    """The NodePort Service clients outside are given as name server (operator/external.py)."""
+    return f"{broker_name}-external"
+
+
+def pod_external_service_name(group_name: str, pod_index: int) -> str:
+    """The NodePort Service of one broker pod: `<group>-<i>-external`."""
+    return f"{group_name}-{pod_index}-external"
 
 
 def config_map_name(broker_name: str) -> str:

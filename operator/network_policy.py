@@ -7,6 +7,7 @@
 | 8082 | the indexer's notice stream | the Broker's extra notifiers only |
 | 8081, 8082, 8083 | /metrics, on the HTTP ports | `network.metrics` |
 | 9876 on a name server | registration, routes | every group's broker pods, `network.clients` |
+| 9877 | external listeners (broker pods, name servers; `network.external`) | anywhere |
 
 Everything else into the pods is refused once a policy selects them (the writer's forward
 listener and the notifier's link to the indexer stay on the pod's loopback, which no policy
@@ -14,7 +15,13 @@ covers).  The kubelet's probes come from the node itself, which most network plu
 through whatever the policies say (docs/kubernetes.md).  Only ingress is restricted.
 
 A rule with no `from` would admit everybody, so an empty peer list renders no rule at all:
-`clients: []` shuts the client ports."""
+`clients: []` shuts the client ports.  The one rule without `from` is deliberate: with
+`network.external` the external listener (9877, operator/external.py) is reached through
+NodePorts, so its connections arrive from a node's address (kube-proxy masquerades them,
+externalTrafficPolicy Cluster) or, with a network plugin that keeps the source, from the
+clients' own addresses anywhere: no peer list names either reliably.  The users file and
+TLS, which that listener applies as 9876 does, are what protect it, as they protect a
+Kafka listener Strimzi exposes."""
 
 from __future__ import annotations
 
@@ -51,6 +58,13 @@ def _rule(ports: Sequence[int], peers: Sequence[Mapping[str, Any]]) -> list[dict
              "from": [dict(peer) for peer in peers]}]
 
 
+def _external_rule(spec: BrokerSpec) -> list[dict[str, Any]]:
+    """9877 from any source with `network.external` (see above), else nothing."""
+    if not spec.network.external.enabled:
+        return []
+    return [{"ports": [{"protocol": "TCP", "port": names.REMOTING_EXTERNAL_PORT}]}]
+
+
 def _policy(broker: Mapping[str, Any], name: str, *, component: str,
             pod_labels: Mapping[str, str], rules: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
@@ -68,7 +82,7 @@ def build_broker_network_policy(broker: Mapping[str, Any], spec: BrokerSpec) -> 
     rules = [*_rule([names.REPLICATION_PORT], [own_pods]),
              *_rule(CLIENT_PORTS, clients),
              *_rule([names.INDEXER_PORT], [extra_notifiers]),
-             *_rule(METRICS_PORTS, metrics)]
+             *_rule(METRICS_PORTS, metrics), *_external_rule(spec)]
     return _policy(broker, name, component="broker", pod_labels=names.selector_labels(name),
                    rules=rules)
 
@@ -87,12 +101,14 @@ def build_notifier_network_policy(broker: Mapping[str, Any],
 def build_namesrv_network_policy(broker: Mapping[str, Any],
                                  spec: BrokerSpec) -> dict[str, Any]:
     """The name servers (nameServer.replicas > 0): every group's broker pods register,
-    clients ask for routes; both on the remoting port, nothing else."""
+    clients ask for routes; both on the remoting port, and clients outside on 9877 with
+    `network.external`; nothing else."""
     name = broker["metadata"]["name"]
     brokers = {"podSelector": {"matchLabels": {names.BROKER_LABEL: name,
                                                "app.kubernetes.io/component": "broker"}}}
     clients = [render_peer(peer) for peer in spec.network.clients]
-    rules = [*_rule([names.REMOTING_PORT], [brokers]), *_rule([names.REMOTING_PORT], clients)]
+    rules = [*_rule([names.REMOTING_PORT], [brokers]), *_rule([names.REMOTING_PORT], clients),
+             *_external_rule(spec)]
     policy = _policy(broker, names.namesrv_name(name), component="namesrv",
                      pod_labels=namesrv_labels(name), rules=rules)
     policy["metadata"]["labels"][names.BROKER_LABEL] = name

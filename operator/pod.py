@@ -29,6 +29,13 @@ notifier's RocketMQ remoting front (services/notifier/remoting), named so Servic
 them by name."""
 
 
+def external_container_port() -> dict[str, Any]:
+    """The remoting front's external listener, with `network.external` (operator/external.py):
+    on the notifier of every broker pod and on the name servers."""
+    return {"name": names.REMOTING_EXTERNAL_PORT_NAME,
+            "containerPort": names.REMOTING_EXTERNAL_PORT, "protocol": "TCP"}
+
+
 def container_security() -> dict[str, Any]:
     return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
             "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
@@ -106,17 +113,23 @@ def pod_volumes(broker_name: str, spec: BrokerSpec, *,
 def broker_pod_spec(broker_name: str, spec: BrokerSpec, *, namespace: str, image: str,
                     cluster_name: str | None = None) -> dict[str, Any]:
     """Every service container gets the pod's addresses (operator/addresses.py): the
-    writer stamps STOREHOST, the notifier answers routes and msg ids with them, and in a
-    cluster (`cluster_name` set) registers with the pod's index as its broker id."""
+    writer stamps STOREHOST, the notifier answers routes and msg ids with them.  The
+    notifier's broker id is the pod's index in a cluster (`cluster_name` set: it registers
+    with it) and with external listeners (its external port is the group's plus it)."""
     settings = {"writer": spec.writer, "indexer": spec.indexer, "notifier": spec.notifier}
     containers = [service_container(service=service, port=port, image=image,
                                     pull_policy=spec.image_pull_policy,
                                     settings=settings[service], scheme=probe_scheme(spec))
                   for service, port in _SERVICES]
+    external = spec.network.external.enabled
     for container in containers:
         container["env"] = broker_pod_env(broker_name=broker_name, namespace=namespace)
-        if cluster_name is not None and container["name"] == "notifier":
+        if container["name"] != "notifier":
+            continue
+        if cluster_name is not None or external:
             container["env"] += broker_id_env()
+        if external:
+            container["ports"].append(external_container_port())
     pod: dict[str, Any] = {
         "securityContext": pod_security(),
         "terminationGracePeriodSeconds": SHUTDOWN_GRACE_S,

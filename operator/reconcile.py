@@ -15,6 +15,7 @@ from typing import Any
 from . import names
 from .conditions import DEGRADED, Condition, newly_true
 from .config_map import build_config_map
+from .external import build_entry_service, build_pod_external_services, external_name_server
 from .groups import GROUPS_MAX, cluster_spec, clustered, group_view
 from .kube import ApiError, KubeApi, object_path
 from .name_server import (
@@ -123,7 +124,8 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
         observed.update(name_servers_wanted=spec.name_server.replicas, name_servers=await api.get(
             object_path("apps/v1", "Deployment", namespace, names.namesrv_name(name))))
     if spec is not None:
-        observed["wanted_replicas"] = spec.replicas
+        observed.update(wanted_replicas=spec.replicas,
+                        external_name_server=external_name_server(spec))
         if paused:
             observed["growth"] = plan_growth(claims, size=spec.storage.size)
         else:
@@ -198,7 +200,8 @@ def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
 def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str, Any] | None,
              *, image: str, replicas: int) -> tuple[list[dict[str, Any]], str]:
     """One group's manifests to apply (`broker` is the group's view, operator/groups.py),
-    in order (the ConfigMap before the pods that mount it), and the config hash."""
+    in order (the ConfigMap before the pods that mount it; each pod's external Service
+    once the StatefulSet names it), and the config hash."""
     config_map = build_config_map(broker, spec)
     config_hash = config_map["metadata"]["annotations"][names.CONFIG_HASH_ANNOTATION]
     statefulset = build_statefulset(broker, spec, image=image, replicas=replicas,
@@ -208,6 +211,7 @@ def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str,
     if spec.network.policies:  # before the pods, so that none starts unprotected
         manifests.append(build_broker_network_policy(broker, spec))
     manifests.append(keep_immutable_fields(statefulset, live_sts))
+    manifests += build_pod_external_services(broker, spec, replicas=replicas)
     if spec.notifier.replicas > 0:
         if spec.network.policies:
             manifests.append(build_notifier_network_policy(broker, spec))
@@ -230,12 +234,14 @@ def namesrv_children(broker: Mapping[str, Any], spec: BrokerSpec, *,
 async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec,
                          live_sets: Sequence[Mapping[str, Any] | None], *,
                          image: str) -> Applied:
-    """The name servers first (the groups register with them), then every group."""
+    """The name servers first (the groups register with them), then every group, then the
+    external entry; last, whatever a former spec built and this one does not."""
     metadata = broker["metadata"]
     allowed = names.annotation_true(metadata, names.ALLOW_SCALE_DOWN_ANNOTATION)
     applied = Applied(statefulsets=list(live_sets[:spec.groups]), config_hash="")
     applied.problems += await ensure_secrets(api, broker, spec)
     in_cluster = clustered(spec)
+    external: list[str] = []
     if in_cluster:
         for manifest in namesrv_children(broker, spec, image=image):
             answer = await _apply(api, manifest, applied.problems)
@@ -257,7 +263,15 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
             answer = await _apply(api, manifest, applied.problems)
             if answer is not None and manifest["kind"] == "StatefulSet":
                 applied.statefulsets[index] = answer
+        external += [m["metadata"]["name"] for m in manifests
+                     if names.EXTERNAL_LABEL in m["metadata"]["labels"]]
         await _delete_switched_off(api, view, spec)
+    if spec.network.external.enabled:
+        entry = build_entry_service(broker, spec)
+        await _apply(api, entry, applied.problems)
+        external.append(entry["metadata"]["name"])
+    await prune_external_services(api, metadata["namespace"], metadata["name"],
+                                  keep=frozenset(external))
     namesrv = namesrv_object_names(metadata["name"])
     if not in_cluster:
         await delete_objects(api, metadata["namespace"], namesrv)
@@ -293,6 +307,17 @@ async def _delete_switched_off(api: KubeApi, view: Mapping[str, Any],
     if not spec.network.policies:
         await delete_objects(api, namespace, [(POLICY_API, "NetworkPolicy", policy) for policy
                                               in (name, names.notifier_name(name))])
+
+
+async def prune_external_services(api: KubeApi, namespace: str, broker_name: str, *,
+                                  keep: frozenset[str]) -> None:
+    """Delete the Broker's external Services (label `mqstore.io/external`) not in `keep`:
+    all of them once `network.external` is off, a pod's once its pod is gone."""
+    path = object_path("v1", "Service", namespace)
+    selector = names.label_selector_text({names.EXTERNAL_LABEL: broker_name})
+    for service in await api.list(path, label_selector=selector):
+        if service["metadata"]["name"] not in keep:
+            await api.delete(f"{path}/{service['metadata']['name']}")
 
 
 async def delete_objects(api: KubeApi, namespace: str,

@@ -48,6 +48,8 @@ class Observation:
     growth: GrowthPlan | None = None
     config_hash: str | None = None
     label_selector: str = ""
+    external_name_server: str = ""
+    """`<host>:<nodePortBase>` with network.external (operator/external.py), else ""."""
 
 
 def _sts_status(sts: Mapping[str, Any]) -> tuple[int, int, int, int]:
@@ -158,8 +160,8 @@ def desired_conditions(obs: Observation) -> list[Condition]:
 
 def build_status(obs: Observation, *, old_status: Mapping[str, Any],
                  now: str) -> dict[str, Any]:
-    """The whole `.status` to merge-patch.  While paused, observedGeneration and configHash
-    keep what was last reconciled: the operator has not acted on the newer spec."""
+    """The whole `.status` to merge-patch.  While paused, observedGeneration, configHash and
+    external keep what was last reconciled: the operator has not acted on the newer spec."""
     conditions = desired_conditions(obs)
     status: dict[str, Any] = {
         "conditions": merge_conditions(old_status.get("conditions") or [], conditions,
@@ -167,13 +169,17 @@ def build_status(obs: Observation, *, old_status: Mapping[str, Any],
         "labelSelector": obs.label_selector,
     }
     if obs.paused:
-        for key in ("observedGeneration", "configHash"):
+        for key in ("observedGeneration", "configHash", "external"):
             if key in old_status:
                 status[key] = old_status[key]
     else:
         status["observedGeneration"] = obs.generation
         if obs.config_hash is not None:
             status["configHash"] = obs.config_hash
+        if obs.external_name_server:
+            status["external"] = {"nameServer": obs.external_name_server}
+        elif "external" in old_status and obs.config_hash is not None:
+            status["external"] = None  # switched off and applied: the merge patch deletes it
     status.update(_replica_counts(obs))
     storage = current_storage(obs.claims)
     if storage is not None:
