@@ -1,0 +1,182 @@
+"""A RocketMQ cluster on the real node: one Broker resource with two broker groups and its
+name servers (docs/kubernetes.md, "Clusters: name servers and broker groups").
+
+RocketMQ's Go client in a pod of another namespace is given only the name-server Service's
+address.  Its producer routes a new topic by TBW102, which every group registers, so its
+sends spread over both groups and each group creates the topic, as RocketMQ's brokers do
+with auto-creation on; its push consumer rebalances over every group's queues and receives
+each message once.  Then the name servers are scaled from one to three: every broker finds
+the new ones through the headless Service on its next registration round, so each name
+server lists both groups, and no broker pod is restarted or replaced."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.remoting_clients.go_client import GoClient
+from tests.remoting_clients.java_clients import json_lines
+
+from .kube import Kube, wait_for
+from .node_go_client import (
+    CLIENT,
+    client_pod,
+    copy_binary,
+    exec_in_client,
+    is_ready,
+    users_keys,
+)
+from .node_state import Node
+
+BROKER = "cl"
+GROUPS = 2
+MESSAGES = 200
+NAME_SERVERS_SCALED = 3
+READY_TIMEOUT_S = 480.0
+"""Two groups' pods (an init container and three containers each) and a name server on a
+loaded 2-core machine."""
+CLIENT_TIMEOUT_S = 240.0
+REGISTERED_TIMEOUT_S = 150.0
+"""A broker registers every 30 s (`remoting.register_interval_ms`) and resolves the
+name-server Service again each round: a new name server hears from it within one round,
+plus the pods' start."""
+RAW_REMOTING = Path(__file__).parents[1] / "tests" / "remoting_clients" / "raw_remoting.py"
+pytestmark = pytest.mark.timeout(1200)
+
+
+def cluster_manifest(namespace: str, client_namespace: str, *,
+                     name_servers: int) -> dict[str, Any]:
+    peer = {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": client_namespace}}}
+    return {"apiVersion": "mqstore.io/v1alpha1", "kind": "Broker",
+            "metadata": {"name": BROKER, "namespace": namespace},
+            "spec": {"groups": GROUPS, "nameServer": {"replicas": name_servers},
+                     "storage": {"size": "1Gi", "segmentSizeBytes": 64 << 20},
+                     "network": {"clients": [peer]}}}
+
+
+@pytest.fixture(scope="module")
+def cluster(node: Node, node_kube: Kube,
+            client_namespaces: tuple[str, str]) -> dict[str, Any]:
+    """The cluster Ready with one name server, the client pod up with the Go client in it."""
+    kube = node_kube
+    broker_namespace, client_namespace = client_namespaces
+    started = time.monotonic()
+    go = GoClient.build(static=True)
+    kube.apply(cluster_manifest(broker_namespace, client_namespace, name_servers=1))
+    kube.apply(client_pod(client_namespace, node.images["mqstore"]))
+    wait_for("the cluster to be Ready", lambda: is_ready(kube, "broker", BROKER,
+                                                       broker_namespace),
+             timeout_s=READY_TIMEOUT_S)
+    wait_for("the client pod to be ready", lambda: is_ready(kube, "pod", CLIENT, client_namespace),
+             timeout_s=120)
+    ready_s = time.monotonic() - started
+    return {"binary": copy_binary(kube, client_namespace, go.binary), "ready_s": ready_s,
+            "keys": users_keys(kube, BROKER, broker_namespace)}
+
+
+def _produce_consume(kube: Kube, cluster: dict[str, Any],
+                     client_namespaces: tuple[str, str],
+                     topic: str) -> dict[str, Any]:
+    broker_namespace, client_namespace = client_namespaces
+    access_key, secret_key = cluster["keys"]
+    output = exec_in_client(
+        kube, client_namespace, cluster["binary"], "-namesrv",
+        f"{BROKER}-namesrv.{broker_namespace}.svc:9876", "-topic", topic,
+        "-count", str(MESSAGES), "-timeout-s", "120", "-access-key", access_key,
+        "-secret-key", secret_key, timeout_s=CLIENT_TIMEOUT_S)
+    (report,) = list(json_lines(output))
+    return report
+
+
+def _assert_each_once_over_every_group(report: dict[str, Any]) -> None:
+    assert report["ok"], report
+    assert (report["sent"], report["expected"], report["received"]) == (
+        MESSAGES, MESSAGES, MESSAGES), report
+    assert (report["missingCount"], report["duplicates"], report["unexpected"],
+            report["mismatchCount"]) == (0, 0, 0, 0), report
+    groups = {BROKER, *(f"{BROKER}-g{group}" for group in range(1, GROUPS))}
+    assert set(report["sentByBroker"]) == groups, report
+    assert report["receivedByBroker"] == report["sentByBroker"], report
+
+
+def test_a_client_given_the_name_server_uses_every_group(
+        node_kube: Kube, cluster: dict[str, Any], client_namespaces: tuple[str, str]) -> None:
+    """200 messages, each acknowledged, spread over both groups, each received once."""
+    started = time.monotonic()
+    report = _produce_consume(node_kube, cluster, client_namespaces, "Spread")
+    print(f"\ne2e cluster: ready in {cluster['ready_s']:.1f} s; produce and consume "
+          f"{time.monotonic() - started:.1f} s: {json.dumps(report)}")
+    _assert_each_once_over_every_group(report)
+
+
+def test_scaling_the_name_servers_restarts_no_broker(
+        node_kube: Kube, cluster: dict[str, Any], client_namespaces: tuple[str, str]) -> None:
+    """1 -> 3 name servers: each lists both groups within a registration round, every broker
+    pod is the same pod with the same restart counts, and clients still use both groups."""
+    kube = node_kube
+    broker_namespace, client_namespace = client_namespaces
+    before = _broker_pods(kube, broker_namespace)
+    assert len(before) == GROUPS, before
+    started = time.monotonic()
+    kube.apply(cluster_manifest(broker_namespace, client_namespace,
+                                name_servers=NAME_SERVERS_SCALED))
+    addresses = wait_for("three ready name servers", lambda: _name_server_addresses(
+        kube, broker_namespace), timeout_s=READY_TIMEOUT_S)
+    groups = {BROKER, *(f"{BROKER}-g{group}" for group in range(1, GROUPS))}
+    listed = wait_for("every name server to list both groups", lambda: _every_lists(
+        kube, client_namespace, addresses, groups), timeout_s=REGISTERED_TIMEOUT_S)
+    registered_s = time.monotonic() - started
+    assert _broker_pods(kube, broker_namespace) == before
+    report = _produce_consume(kube, cluster, client_namespaces, "AfterScale")
+    print(f"\ne2e cluster: name servers 1 -> {NAME_SERVERS_SCALED}, every one listing both "
+          f"groups after {registered_s:.1f} s: {listed}; broker pods unchanged: {before}; "
+          f"then {json.dumps(report)}")
+    _assert_each_once_over_every_group(report)
+
+
+def _broker_pods(kube: Kube, namespace: str) -> dict[str, tuple[str, int]]:
+    """Every StatefulSet pod of the cluster: name -> (uid, restarts of all containers)."""
+    pods = json.loads(kube.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)
+    return {pod["metadata"]["name"]: (pod["metadata"]["uid"], sum(
+                status.get("restartCount", 0)
+                for status in pod["status"].get("containerStatuses", [])))
+            for pod in pods["items"]
+            if any(owner["kind"] == "StatefulSet"
+                   for owner in pod["metadata"].get("ownerReferences", []))}
+
+
+def _name_server_addresses(kube: Kube, namespace: str) -> list[str] | None:
+    """The ready name-server pods' `ip:9876`, once there are three."""
+    deployment = kube.get("deployment", f"{BROKER}-namesrv", namespace) or {}
+    selector = deployment.get("spec", {}).get("selector", {}).get("matchLabels", {})
+    if not selector or deployment.get("status", {}).get("readyReplicas") != \
+            NAME_SERVERS_SCALED:
+        return None
+    text = ",".join(f"{key}={value}" for key, value in sorted(selector.items()))
+    pods = json.loads(kube.kubectl("get", "pods", "-n", namespace, "-l", text,
+                                   "-o", "json").stdout)["items"]
+    addresses = sorted(f"{pod['status']['podIP']}:9876" for pod in pods
+                       if pod["status"].get("podIP") and not pod["metadata"].get(
+                           "deletionTimestamp"))
+    return addresses if len(addresses) == NAME_SERVERS_SCALED else None
+
+
+def _every_lists(kube: Kube, client_namespace: str, addresses: list[str],
+                 groups: set[str]) -> dict[str, list[str]] | None:
+    """{address: the broker names its cluster info lists}, once each lists every group."""
+    script = RAW_REMOTING.read_text() + (
+        "\nimport sys, re\n"
+        "for address in sys.argv[1:]:\n"
+        "    body = request(address, GET_BROKER_CLUSTER_INFO).body.decode()\n"
+        "    print(json.dumps({address: sorted(set(re.findall("
+        "r'\"brokerName\"\\s*:\\s*\"([^\"]+)\"', body)))}))\n")
+    output = exec_in_client(kube, client_namespace, "python", "-c", script, *addresses)
+    listed: dict[str, list[str]] = {}
+    for line in json_lines(output):
+        listed.update(line)
+    return listed if all(set(names) >= groups for names in listed.values()) else None
