@@ -33,6 +33,9 @@ The listener serves the same requests with the same TLS and users file as 9876; 
 NetworkPolicies admit 9877 from anywhere (operator/network_policy.py), since that traffic
 arrives from the nodes, with the clients' addresses hidden.
 
+Extra notifiers (notifier.replicas) read their group's file and open the listener too,
+advertising pod 0's NodePort as they advertise pod 0 inside; no Service leads to them.
+
 Every external Service carries `mqstore.io/external: <broker>`: the reconcile pass lists
 them and deletes those not built (external switched off, fewer pods)."""
 
