@@ -19,7 +19,8 @@ from .node_state import Node
 NAME = "demo"
 """The example Broker's name (charts/mqstore/examples/broker.yaml)."""
 WRITER, NOTIFIER = 8081, 8083
-COLUMNS = ["NAME", "READY", "REPLICAS", "READY-REPLICAS", "STORAGE", "AGE"]
+COLUMNS = ["NAME", "READY", "REPLICAS", "READY-REPLICAS", "GROUPS", "READY-GROUPS", "STORAGE",
+           "AGE"]
 """`kubectl get brokers`: the CRD's printer columns (charts/mqstore/crds/)."""
 READY_TIMEOUT_S = 300.0
 """Pods of a 2-core machine shared with other test runs: a preallocating init container,
@@ -77,8 +78,7 @@ class Flow:
         return int(self.broker()["spec"]["replicas"])
 
     def listed(self) -> list[str]:
-        """The Broker's row of `kubectl get brokers`: NAME READY REPLICAS READY-REPLICAS
-        STORAGE AGE."""
+        """The Broker's row of `kubectl get brokers`, columns `COLUMNS`."""
         header, *rows = self.kube.kubectl("get", "brokers", "-n",
                                           self.namespace).stdout.splitlines()
         assert header.split() == COLUMNS, header

@@ -180,3 +180,53 @@ def _every_lists(kube: Kube, client_namespace: str, addresses: list[str],
     for line in json_lines(output):
         listed.update(line)
     return listed if all(set(names) >= groups for names in listed.values()) else None
+
+
+def test_a_group_added_takes_the_clusters_topics_and_serves(
+        node_kube: Kube, cluster: dict[str, Any], client_namespaces: tuple[str, str]) -> None:
+    """groups 2 -> 3: the new group joins empty, so it takes the cluster's topics from the
+    name server (services/notifier/remoting/cluster_topics.py) and every name server routes
+    the first test's topic to all three groups; a new topic's messages then spread over the
+    three and each is received once.  The first two groups' pods are not restarted."""
+    kube = node_kube
+    broker_namespace, client_namespace = client_namespaces
+    before = _broker_pods(kube, broker_namespace)
+    started = time.monotonic()
+    manifest = cluster_manifest(broker_namespace, client_namespace,
+                                name_servers=NAME_SERVERS_SCALED)
+    manifest["spec"]["groups"] = GROUPS + 1
+    kube.apply(manifest)
+    wait_for("three ready groups", lambda: (kube.get("broker", BROKER, broker_namespace) or {})
+             .get("status", {}).get("readyGroups") == GROUPS + 1, timeout_s=READY_TIMEOUT_S)
+    groups = {BROKER, *(f"{BROKER}-g{group}" for group in range(1, GROUPS + 1))}
+    addresses = _name_server_addresses(kube, broker_namespace)
+    assert addresses is not None
+    routed = wait_for("Spread routed to the three groups", lambda: _every_routes(
+        kube, client_namespace, addresses, "Spread", groups), timeout_s=REGISTERED_TIMEOUT_S)
+    joined_s = time.monotonic() - started
+    after = _broker_pods(kube, broker_namespace)
+    assert {name: after[name] for name in before} == before
+    report = _produce_consume(kube, cluster, client_namespaces, "AfterScaleOut")
+    print(f"\ne2e cluster: groups 2 -> 3, the first topic routed to all three after "
+          f"{joined_s:.1f} s: {routed}; then {json.dumps(report)}")
+    assert report["ok"], report
+    assert (report["sent"], report["received"], report["duplicates"]) == (
+        MESSAGES, MESSAGES, 0), report
+    assert set(report["sentByBroker"]) == groups, report
+    assert report["receivedByBroker"] == report["sentByBroker"], report
+
+
+def _every_routes(kube: Kube, client_namespace: str, addresses: list[str], topic: str,
+                  groups: set[str]) -> dict[str, list[str]] | None:
+    """{address: the groups its route of `topic` names}, once each names every group."""
+    script = RAW_REMOTING.read_text() + (
+        "\nimport sys, re\n"
+        "for address in sys.argv[2:]:\n"
+        "    route = route_of(address, sys.argv[1]) or {}\n"
+        "    print(json.dumps({address: sorted(data['brokerName'] for data in "
+        "route.get('queueDatas', []))}))\n")
+    output = exec_in_client(kube, client_namespace, "python", "-c", script, topic, *addresses)
+    routed: dict[str, list[str]] = {}
+    for line in json_lines(output):
+        routed.update(line)
+    return routed if all(set(names) >= groups for names in routed.values()) else None

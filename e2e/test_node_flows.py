@@ -22,7 +22,7 @@ from .kube import Kube, condition, wait_for
 from .node_addons import STORAGE_CLASS
 from .node_client import ClientPod
 from .node_crash import kill_containers, wait_restarted
-from .node_flow import NAME, NOTIFIER, WRITER, Flow, uids
+from .node_flow import COLUMNS, NAME, NOTIFIER, WRITER, Flow, uids
 from .node_pods import MQSTORE_UID, RESTRICTED_CONTAINER, restricted_namespace
 from .node_release import CHART
 from .node_state import Node
@@ -64,7 +64,8 @@ def test_the_example_broker_runs_under_the_restricted_standard(
     kube, namespace = flow.kube, flow.namespace
     kube.kubectl("apply", "-n", namespace, "-f", str(EXAMPLE))
     flow.wait_ready()
-    assert flow.wait_listed("True", 1, 1)[4] == "20Gi"
+    row = flow.wait_listed("True", 1, 1)
+    assert row[COLUMNS.index("GROUPS"):COLUMNS.index("STORAGE") + 1] == ["1", "1", "20Gi"], row
 
     for where in (namespace, node_release):
         labels = kube.must_get("namespace", where)["metadata"]["labels"]

@@ -314,6 +314,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "produce:", err)
 		os.Exit(1)
 	}
+	// A topic the sends auto-created is routed once its brokers have registered it (within
+	// a second on mqstore; RocketMQ's broker registers it right after creating it); the push
+	// consumer needs its route at start.
+	if err := awaitRoute(o, o.topic, routeTimeout); err != nil {
+		fmt.Fprintln(os.Stderr, "route:", err)
+		os.Exit(1)
+	}
 	c := &checker{expected: map[int]sent{}, counts: map[int]int{},
 		byBroker: map[string]int{}}
 	for i, s := range messages {
