@@ -25,6 +25,8 @@
 |          |                                                         | over every producer group) |
 | notifier | PUT, DELETE /v1/topics/{topic}                          | admin (as RocketMQ's topic |
 |          |                                                         | admin codes)               |
+| notifier | GET /v1/broker, PUT /v1/broker/permission           | admin (as mqadmin          |
+|          |                                                         | updateBrokerConfig)        |
 | indexer  | GET  /v1/notices                                        | admin (every topic's       |
 |          |                                                         | offsets; the notifier's)   |
 | indexer  | GET  /v1/status                                         | any user                   |
@@ -98,6 +100,8 @@ NOTIFIER_RULES: RouteRules = {
     ("GET", "/v1/topics/{topic}/queues"): _read_topic,
     ("PUT", "/v1/topics/{topic}"): _admin,
     ("DELETE", "/v1/topics/{topic}"): _admin,
+    ("GET", "/v1/broker"): _admin,
+    ("PUT", "/v1/broker/permission"): _admin,
 }
 
 INDEXER_RULES: RouteRules = {

@@ -10,6 +10,8 @@
     GET  /v1/messages/{physical_offset}                  lookup by commit log position
     GET  /v1/topics, /v1/topics/{topic}/queues           topics; queues with min/max offsets
     PUT, DELETE /v1/topics/{topic}                       create, delete a topic (topic_admin.py)
+    GET /v1/broker, PUT /v1/broker/permission            the broker's names and permission
+                                                         (broker_admin.py)
     POST /v1/groups/{group}/nacks                        a failed message, retried later or
                                                          dead-lettered (nacks.py)
     GET  /v1/retries?group=, /v1/delays                  retry and dead letter topics per group,
@@ -51,6 +53,7 @@ from mqstore.services.common.settings.config_file import NotifierSettings, Write
 from mqstore.services.common.settings.remoting import RemotingSettings
 from mqstore.services.common.settings.topics import TopicsSettings
 from mqstore.services.notifier.answers import behind_bytes_max
+from mqstore.services.notifier.broker_admin import BrokerAdmin
 from mqstore.services.notifier.handlers import NotifierHandlers
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.services.notifier.metrics import NotifierMetrics, registration_metrics
@@ -121,11 +124,11 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
     puller = Puller(view, held, metrics, behind_bytes_max=behind_bytes_max(
         settings.pull_from_follower_memory_ratio),
                     queue_share_min=settings.group_poll_queue_share_min)
-    admin = TopicAdmin(topics or TopicTable(
+    table = topics or TopicTable(
         view.directory, queue_count_max=WriterSettings().topic_queue_count,
         topics_max=TopicsSettings().topics_max,
-        topic_size_bytes_max=view.config.topic_size_bytes_max, on_disk=view.topics),
-        topic_bytes_max=view.config.topic_size_bytes_max)
+        topic_size_bytes_max=view.config.topic_size_bytes_max, on_disk=view.topics)
+    admin = TopicAdmin(table, topic_bytes_max=view.config.topic_size_bytes_max)
     handlers = NotifierHandlers(view, offsets, puller, settings, topic_names=admin.names)
     auth = auth or AuthSettings()
     access = access_middleware(users, NOTIFIER_RULES,
@@ -143,6 +146,8 @@ def create_app(view: StoreView, offsets: ConsumerOffsets,
                expect, own_link=writer_link if remoting is None else None)
     _add_routes(app.router, handlers, admin, RetryStatus(view, topic_names=admin.names),
                 expect)
+    _add_broker(app.router, BrokerAdmin(table, settings, names=remoting.front.settings
+                                        if remoting else RemotingSettings()), expect)
     add_transactions(app, view, offsets, metrics.registry, remoting.front if remoting else None)
     if remoting is not None:  # no series while remoting.namesrv_addresses is empty
         metrics.registry.register(CallbackMetrics(registration_metrics(
@@ -211,6 +216,11 @@ def _add_routes(router: web.UrlDispatcher, handlers: NotifierHandlers, admin: To
     router.add_delete("/v1/topics/{topic}", admin.delete)
     router.add_get("/v1/retries", retry_status.retries, allow_head=False)
     router.add_get("/v1/delays", retry_status.delays, allow_head=False)
+
+
+def _add_broker(router: web.UrlDispatcher, broker: BrokerAdmin, expect: ExpectHandler) -> None:
+    router.add_get("/v1/broker", broker.broker, allow_head=False)
+    router.add_put("/v1/broker/permission", broker.set_permission, expect_handler=expect)
 
 
 def _background(feed: NoticeFeed, settings: NotifierSettings, state: NotifierState,

@@ -1,8 +1,7 @@
 """The notifier's OpenAPI document, built beside its handlers and served at `/openapi.json`.
 
-The rules live in the docstrings of the modules that implement them (long polling in
-pulls.py, validation in requests.py, the offsets file and its multi-replica rule in
-storage/files/consumer_offsets.py); the document quotes them rather than restating them.
+The rules live in the docstrings of the modules that implement them (pulls.py, requests.py,
+storage/files/consumer_offsets.py, broker_admin.py); the document quotes them.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from mqstore.services.common.http import openapi
 from mqstore.services.common.settings.config_file import NotifierSettings, WriterSettings
 from mqstore.services.notifier import pulls, requests
 from mqstore.services.notifier.nacks import RECONSUME_TIMES_MAX
+from mqstore.services.notifier.remoting.broker_config import PERMISSION_MAX
 from mqstore.services.notifier.requests import (
     DEFAULT_MAX_MESSAGES,
     KEY_PATTERN,
@@ -267,6 +267,22 @@ def _topic_admin(topic: dict[str, Any], *, queue_count_max: int) -> dict[str, An
                                                      "system topic).")}}}
 
 
+def _broker_paths() -> dict[str, Any]:
+    """GET /v1/broker and PUT /v1/broker/permission (broker_admin.py)."""
+    permission = {**openapi.integer_schema(maximum=PERMISSION_MAX),
+                  "description": "brokerPermission: 2 write, 4 read, 6 both."}
+    answer = {"type": "object", "additionalProperties": False, "required": list(names := {
+        "cluster_name": {"type": "string"}, "broker_name": {"type": "string"},
+        "permission": permission}), "properties": names}
+    body = {"type": "object", "additionalProperties": False, "required": ["permission"],
+            "properties": {"permission": permission}}
+    return {"/v1/broker": _get("The group's cluster and broker names, its permission.", [],
+                               answer),
+            "/v1/broker/permission": {"put": _post(
+                "Set brokerPermission as mqadmin updateBrokerConfig does (4: read only, to "
+                "drain the group; 6: serve sends again).", [], body, answer)["post"]}}
+
+
 def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -313,6 +329,7 @@ def _paths(config: StoreConfig, settings: NotifierSettings, *,
         **_pull_paths(topic, settings),
         **_retry_paths(),
         **_nack_paths(topic_schema),
+        **_broker_paths(),
         "/v1/topics/{topic}": _topic_admin(topic, queue_count_max=queue_count_max),
         "/v1/groups/{group}/offsets": {
             **_post("Commit a group's offsets on a topic (never backwards unless reset).",
