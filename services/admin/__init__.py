@@ -4,6 +4,7 @@ RocketMQ's operators do with mqadmin.
     client.py     one signed, unretried HTTP call per request; errors as one line
     endpoints.py  where the services are: --url/--writer-url/--indexer-url or --config
     output.py     tables by default, JSON with --output json
+    lag.py        a group's lag on a topic (pure; the operator's drain uses it too)
     topics.py     topics: list, describe, create, delete
     groups.py     groups: list, describe (committed offsets and lag), reset
     messages.py   messages by key, by msg id, by queue offset

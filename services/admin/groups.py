@@ -9,10 +9,10 @@
                                            (by time), then
                                       POST /v1/groups/{group}/offsets {"reset": true}
 
-Lag is RocketMQ's `consumerProgress` diff: max_offset minus the committed offset (the next
-offset to consume).  A queue the group never committed on shows no committed offset, and
-its lag counts from min_offset: a new consumer of the group starts there (the notifier's
-rule for polls, services/notifier/pulls.py).  A reset by offset sets each queue to the
+Lag is RocketMQ's `consumerProgress` diff (services/admin/lag.py, shared with the
+operator's drain): max_offset minus the committed offset (the next offset to consume).  A
+queue the group never committed on shows no committed offset, and its lag counts from
+min_offset.  A reset by offset sets each queue to the
 offset clamped to the queue's [min_offset, max_offset] (outside it there is nothing to
 read, and a commit past the end would skip what comes next); a reset by time sets each to
 the first offset stored at or after the time (the max offset if none).  Consumers running
@@ -25,6 +25,7 @@ from typing import Any
 
 from mqstore.services.admin.client import AdminError
 from mqstore.services.admin.context import Admin, quoted
+from mqstore.services.admin.lag import queue_lag
 from mqstore.services.admin.output import Report, Table
 
 
@@ -44,9 +45,9 @@ def describe_group(admin: Admin, group: str, *, topic: str | None) -> Report:
         for queue in _queues(admin, name):
             queue_id = queue["queue_id"]
             offset = committed.get(queue_id)
-            lag = queue["max_offset"] - (queue["min_offset"] if offset is None else offset)
-            queues.append({**queue, "committed_offset": offset, "lag": max(lag, 0)})
-            rows.append([name, queue_id, offset, queue["max_offset"], max(lag, 0)])
+            lag = queue_lag(queue, offset)
+            queues.append({**queue, "committed_offset": offset, "lag": lag})
+            rows.append([name, queue_id, offset, queue["max_offset"], lag])
         described.append({"topic": name, "queues": queues,
                           "lag": sum(queue["lag"] for queue in queues)})
     total = sum(entry["lag"] for entry in described)
