@@ -106,7 +106,7 @@ def _policy(namespace: str) -> dict[str, Any]:
     broker = {"metadata": {"name": BROKER, "namespace": namespace, "uid": "none"}}
     spec = parse_spec({"storage": {"size": "1Gi"},
                        "network": {"clients": [{"podSelector": {"matchLabels": CLIENT_LABELS}}]}})
-    policy = build_broker_network_policy(broker, spec)
+    policy = build_broker_network_policy(broker, spec, operator_namespace=None)
     # No Broker owns it here: an owner that does not exist would have it garbage-collected.
     del policy["metadata"]["ownerReferences"]
     return policy

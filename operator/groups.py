@@ -22,9 +22,9 @@ owner references name the Broker itself (name and uid), so every group goes with
 Without name servers (`nameServer.replicas` 0, and so one group) the view is the Broker
 itself: its children are exactly those of a Broker from before clusters existed.
 
-Groups are only ever added: lowering `spec.groups` would delete a group's queues with their
-unconsumed messages, and draining a group (stop its writes, wait for its consumers) is not
-built yet, so the live count stays (condition Degraded, GroupScaleInRefused).
+Lowering `spec.groups` drains the highest group first (operator/drain.py: read only, wait
+until every consumer group has read it to the end, then delete it, keeping its claims);
+until it is deleted it is built as before, so the live count stays.
 """
 
 from __future__ import annotations
@@ -56,22 +56,19 @@ def group_view(broker: Mapping[str, Any], index: int, *,
 
 
 def decide_groups(*, wanted: int, live: int) -> int:
-    """Groups are never removed (no drain yet): the live count stays when `wanted` is
-    lower."""
+    """A group is removed only by its drain (operator/drain.py): until then the live
+    count stays when `wanted` is lower."""
     assert 1 <= wanted <= GROUPS_MAX
     return max(wanted, live)
 
 
-def cluster_spec(spec: BrokerSpec, *, live_groups: int) -> tuple[BrokerSpec, str]:
-    """The spec to build (groups never lowered; the name servers kept while more than one
-    group runs) and why it differs from `spec` ("" when it does not)."""
+def cluster_spec(spec: BrokerSpec, *, live_groups: int) -> BrokerSpec:
+    """The spec to build: every live group (one still draining too), and the name servers
+    kept while more than one group runs."""
     groups = decide_groups(wanted=spec.groups, live=live_groups)
     if groups == spec.groups:
-        return spec, ""
+        return spec
     name_server = spec.name_server
     if name_server.replicas < 1:
         name_server = dataclasses.replace(name_server, replicas=1)
-    refused = (f"spec.groups={spec.groups} is below the {groups} groups running; removing a "
-               f"group would lose its queues' messages, and draining a group is not built "
-               f"yet, so every group stays (and with it at least one name server)")
-    return dataclasses.replace(spec, groups=groups, name_server=name_server), refused
+    return dataclasses.replace(spec, groups=groups, name_server=name_server)

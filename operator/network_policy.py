@@ -6,6 +6,7 @@
 | 8081, 8083, 9876 | produce (writer), consume (notifier HTTP, remoting) | `network.clients` |
 | 8082 | the indexer's notice stream | the Broker's extra notifiers only |
 | 8081, 8082, 8083 | /metrics, on the HTTP ports | `network.metrics` |
+| 8083 on a broker pod | a removed group's drain (operator/drain.py) | the operator's pods |
 | 9876 on a name server | registration, routes | every group's broker pods, `network.clients` |
 | 9877 | external listeners (broker pods, name servers; `network.external`) | anywhere |
 
@@ -36,6 +37,19 @@ from .spec import BrokerSpec, PeerSpec
 CLIENT_PORTS = (names.WRITER_PORT, names.NOTIFIER_PORT, names.REMOTING_PORT)
 METRICS_PORTS = (names.WRITER_PORT, names.INDEXER_PORT, names.NOTIFIER_PORT)
 NOTIFIER_CLIENT_PORTS = (names.NOTIFIER_PORT, names.REMOTING_PORT)
+
+OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "mqstore-operator"}
+"""The operator pods' selector labels (charts/mqstore/templates/_helpers.tpl,
+`mqstore.selectorLabels`: `<chart name>-operator`)."""
+
+
+def operator_peer(namespace: str | None) -> dict[str, Any]:
+    """The operator's pods in its namespace (`kubernetes.io/metadata.name`, which the API
+    server sets on every namespace); in any namespace when it is not known."""
+    namespaces = ({"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+                  if namespace else {})
+    return {"namespaceSelector": namespaces,
+            "podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}
 
 
 def render_peer(peer: PeerSpec) -> dict[str, Any]:
@@ -73,7 +87,9 @@ def _policy(broker: Mapping[str, Any], name: str, *, component: str,
                      "policyTypes": ["Ingress"], "ingress": rules}}
 
 
-def build_broker_network_policy(broker: Mapping[str, Any], spec: BrokerSpec) -> dict[str, Any]:
+def build_broker_network_policy(broker: Mapping[str, Any], spec: BrokerSpec, *,
+                                operator_namespace: str | None) -> dict[str, Any]:
+    """`operator_namespace`: where the operator runs (OperatorSettings.namespace)."""
     name = broker["metadata"]["name"]
     own_pods = {"podSelector": {"matchLabels": names.selector_labels(name)}}
     extra_notifiers = {"podSelector": {"matchLabels": notifier_labels(name)}}
@@ -82,7 +98,8 @@ def build_broker_network_policy(broker: Mapping[str, Any], spec: BrokerSpec) -> 
     rules = [*_rule([names.REPLICATION_PORT], [own_pods]),
              *_rule(CLIENT_PORTS, clients),
              *_rule([names.INDEXER_PORT], [extra_notifiers]),
-             *_rule(METRICS_PORTS, metrics), *_external_rule(spec)]
+             *_rule(METRICS_PORTS, metrics), *_external_rule(spec),
+             *_rule([names.NOTIFIER_PORT], [operator_peer(operator_namespace)])]
     return _policy(broker, name, component="broker", pod_labels=names.selector_labels(name),
                    rules=rules)
 

@@ -14,7 +14,9 @@ from typing import Any
 
 from . import names
 from .conditions import DEGRADED, Condition, newly_true
-from .config_map import build_config_map
+from .config_map import build_config_map, http_scheme
+from .drain import OpenClient, drain_groups
+from .drain_client import open_http_client
 from .external import build_entry_service, build_pod_external_services, external_name_server
 from .groups import GROUPS_MAX, cluster_spec, clustered, group_view
 from .kube import ApiError, KubeApi, object_path
@@ -87,7 +89,9 @@ def _parsed(raw_spec: Mapping[str, Any], settings: OperatorSettings) -> tuple[Br
 
 
 async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
-                    settings: OperatorSettings, now: str) -> Outcome:
+                    settings: OperatorSettings, now: str,
+                    open_client: OpenClient | None = None) -> Outcome:
+    """`open_client`: the drain's notifier client (default: HTTP, operator/drain_client.py)."""
     metadata = broker["metadata"]
     namespace, name = metadata["namespace"], metadata["name"]
     raw_spec = broker.get("spec") or {}
@@ -107,9 +111,16 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
             f"StatefulSet {', '.join(foreign)} exists and is not this Broker's (another "
             f"Broker's name?): its groups are left alone until one of the two is renamed")
         spec = None
+    if spec is not None and not paused:
+        drained = await drain_groups(
+            api, broker, spec, live_groups=live_group_count(live_sets), now=now,
+            scheme=http_scheme(secrets_in_use(name, spec)), open_client=open_client or (
+                lambda b, s: open_http_client(api, b, s,
+                                              timeout_s=settings.notifier_request_timeout_s)))
+        live_sets = live_sets[:max(spec.groups, drained.live_groups)]
+        observed.update(draining=drained.draining, drain_message=drained.message)
     if spec is not None:
-        spec, observed["group_scale_in_refused"] = cluster_spec(
-            spec, live_groups=live_group_count(live_sets))
+        spec = cluster_spec(spec, live_groups=live_group_count(live_sets))
     group_names = [names.group_name(name, index) for index in range(len(live_sets))]
     selectors = [names.label_selector_text(names.selector_labels(group))
                  for group in group_names]
@@ -129,7 +140,8 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
         if paused:
             observed["growth"] = plan_growth(claims, size=spec.storage.size)
         else:
-            applied = await apply_children(api, broker, spec, live_sets, image=image)
+            applied = await apply_children(api, broker, spec, live_sets, image=image,
+                                           operator_namespace=settings.namespace)
             growth, claims, problems = await grow_claims(api, claims_path, selectors, claims,
                                                          size=spec.storage.size)
             live_sets = applied.statefulsets
@@ -198,7 +210,8 @@ def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
 
 
 def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str, Any] | None,
-             *, image: str, replicas: int) -> tuple[list[dict[str, Any]], str]:
+             *, image: str, replicas: int,
+             operator_namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
     """One group's manifests to apply (`broker` is the group's view, operator/groups.py),
     in order (the ConfigMap before the pods that mount it; each pod's external Service
     once the StatefulSet names it), and the config hash."""
@@ -209,7 +222,8 @@ def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str,
     manifests = [config_map, build_headless_service(broker), build_client_service(broker),
                  build_disruption_budget(broker)]
     if spec.network.policies:  # before the pods, so that none starts unprotected
-        manifests.append(build_broker_network_policy(broker, spec))
+        manifests.append(build_broker_network_policy(broker, spec,
+                                                     operator_namespace=operator_namespace))
     manifests.append(keep_immutable_fields(statefulset, live_sts))
     manifests += build_pod_external_services(broker, spec, replicas=replicas)
     if spec.notifier.replicas > 0:
@@ -233,7 +247,7 @@ def namesrv_children(broker: Mapping[str, Any], spec: BrokerSpec, *,
 
 async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec,
                          live_sets: Sequence[Mapping[str, Any] | None], *,
-                         image: str) -> Applied:
+                         image: str, operator_namespace: str | None) -> Applied:
     """The name servers first (the groups register with them), then every group, then the
     external entry; last, whatever a former spec built and this one does not."""
     metadata = broker["metadata"]
@@ -257,7 +271,8 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
                 f"pods drops the followers' copies, so it needs the annotation "
                 f"{names.ALLOW_SCALE_DOWN_ANNOTATION}: \"true\" (their volumes are kept)")
         manifests, config_hash = children(view, spec, live_sets[index], image=image,
-                                          replicas=replicas)
+                                          replicas=replicas,
+                                          operator_namespace=operator_namespace)
         applied.config_hash = applied.config_hash or config_hash
         for manifest in manifests:
             answer = await _apply(api, manifest, applied.problems)

@@ -1,6 +1,6 @@
 """The Broker's status, derived from what exists: each group's StatefulSet status, the
 name servers' Deployment, the claims, and what the reconcile pass decided (refused
-scale-down or scale-in, refused patches).
+scale-down, a group draining, refused patches).
 
 In a cluster (operator/groups.py) `replicas` and `readyReplicas` are the fewest among the
 groups (so Ready-Replicas equal to Replicas means every group is full), `groups` has one
@@ -37,7 +37,10 @@ class Observation:
     """The name servers' Deployment, as it is."""
     name_servers_wanted: int = 0
     """spec.nameServer.replicas (0: no name servers)."""
-    group_scale_in_refused: str = ""
+    draining: Mapping[str, Any] | None = None
+    """`status.draining` (operator/drain.py): {group, lag, since}; None: no group drains."""
+    drain_message: str = ""
+    """Why a group is still draining (the Progressing condition's message)."""
     claims: Sequence[Mapping[str, Any]] = ()
     wanted_replicas: int | None = None
     """spec.replicas (None when the spec could not be parsed)."""
@@ -103,6 +106,8 @@ def ready_condition(obs: Observation) -> Condition:
 
 
 def progressing_condition(obs: Observation) -> Condition:
+    if obs.drain_message:
+        return Condition(PROGRESSING, True, "Draining", obs.drain_message)
     for group in all_groups(obs):
         condition = _group_progress(group.statefulset, prefix=_prefix(obs, group))
         if condition is not None:
@@ -139,8 +144,6 @@ def degraded_condition(obs: Observation) -> Condition:
         return Condition(DEGRADED, True, "InvalidSpec", obs.invalid_spec)
     if obs.scale_down_refused:
         return Condition(DEGRADED, True, "ScaleDownRefused", obs.scale_down_refused)
-    if obs.group_scale_in_refused:
-        return Condition(DEGRADED, True, "GroupScaleInRefused", obs.group_scale_in_refused)
     if obs.problems:
         return Condition(DEGRADED, True, "ChangeRefused", "; ".join(obs.problems))
     return Condition(DEGRADED, False, "AsExpected", "")
@@ -169,7 +172,7 @@ def build_status(obs: Observation, *, old_status: Mapping[str, Any],
         "labelSelector": obs.label_selector,
     }
     if obs.paused:
-        for key in ("observedGeneration", "configHash", "external"):
+        for key in ("observedGeneration", "configHash", "external", "draining"):
             if key in old_status:
                 status[key] = old_status[key]
     else:
@@ -180,6 +183,10 @@ def build_status(obs: Observation, *, old_status: Mapping[str, Any],
             status["external"] = {"nameServer": obs.external_name_server}
         elif "external" in old_status and obs.config_hash is not None:
             status["external"] = None  # switched off and applied: the merge patch deletes it
+        if obs.draining is not None:
+            status["draining"] = dict(obs.draining)
+        elif old_status.get("draining") and obs.config_hash is not None:
+            status["draining"] = None
     status.update(_replica_counts(obs))
     storage = current_storage(obs.claims)
     if storage is not None:

@@ -163,11 +163,11 @@ def _external_rules(policy: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_the_policies_admit_9877_from_anywhere_only_when_external() -> None:
     body, spec = parsed(CLUSTER)
-    for policy in (build_broker_network_policy(body, spec),
+    for policy in (build_broker_network_policy(body, spec, operator_namespace=None),
                    build_namesrv_network_policy(body, spec)):
         assert _external_rules(policy) == [{"ports": [{"protocol": "TCP", "port": 9877}]}]
     body, spec = parsed({**CLUSTER, "network": {}})
-    for policy in (build_broker_network_policy(body, spec),
+    for policy in (build_broker_network_policy(body, spec, operator_namespace=None),
                    build_namesrv_network_policy(body, spec)):
         assert _external_rules(policy) == []
         assert all(rule.get("from") for rule in policy["spec"]["ingress"])

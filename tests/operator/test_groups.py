@@ -143,32 +143,13 @@ def test_the_name_server_pod_is_locked_down_like_the_others() -> None:
     assert deployment["metadata"]["labels"][names.BROKER_LABEL] == "demo"
 
 
-def test_lowering_groups_is_refused_and_deletes_nothing() -> None:
-    api = FakeApi()
-    run(api, broker(spec={**CLUSTER, "groups": 3}))
-    before = set(api.objects)
-    lowered = run(api, broker(spec={**CLUSTER, "groups": 1}))
-    assert conditions(lowered)["Degraded"] == ("True", "GroupScaleInRefused")
-    assert "draining a group is not built yet" in lowered.status["conditions"][2]["message"]
-    assert [event.reason for event in lowered.events] == ["GroupScaleInRefused"]
-    assert set(api.objects) == before
-    assert [g["name"] for g in lowered.status["groups"]] == ["demo", "demo-g1", "demo-g2"]
-    no_name_servers = {**CLUSTER, "groups": 1, "nameServer": {"replicas": 0}}
-    run(api, broker(spec=no_name_servers))
-    assert set(api.objects) == before, "the name servers stay while groups do"
-    raised = run(api, broker(spec={**CLUSTER, "groups": 4}))
-    assert path("StatefulSet", "demo-g3") in api.objects
-    assert conditions(raised)["Degraded"] == ("False", "AsExpected")
-
-
 def test_groups_decisions() -> None:
     assert decide_groups(wanted=3, live=1) == 3
     assert decide_groups(wanted=1, live=3) == 3
     spec = parse_spec(broker(spec={**CLUSTER, "groups": 1, "nameServer": {}})["spec"])
-    kept, refused = cluster_spec(spec, live_groups=2)
-    assert (kept.groups, kept.name_server.replicas) == (2, 1)
-    assert "spec.groups=1" in refused
-    assert cluster_spec(spec, live_groups=1) == (spec, "")
+    kept = cluster_spec(spec, live_groups=2)
+    assert (kept.groups, kept.name_server.replicas) == (2, 1), "a draining group is kept"
+    assert cluster_spec(spec, live_groups=1) == spec
 
 
 def test_more_than_one_group_needs_name_servers() -> None:

@@ -18,6 +18,9 @@ OWN_PODS = {"podSelector": {"matchLabels": {
     "app.kubernetes.io/component": "broker"}}}
 PROMETHEUS = {"namespaceSelector": {}, "podSelector": {"matchLabels": {
     "app.kubernetes.io/name": "prometheus"}}}
+OPERATOR = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name":
+                                                  "mqstore-system"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "mqstore-operator"}}}
 
 
 def _policy(network: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -25,7 +28,8 @@ def _policy(network: dict[str, Any] | None = None) -> dict[str, Any]:
     if network is not None:
         spec["network"] = network
     body = broker(spec=spec)
-    return build_broker_network_policy(body, parse_spec(body["spec"]))
+    return build_broker_network_policy(body, parse_spec(body["spec"]),
+                                       operator_namespace="mqstore-system")
 
 
 def _rules(policy: dict[str, Any]) -> dict[tuple[int, ...], list[dict[str, Any]]]:
@@ -49,7 +53,8 @@ def test_by_default_clients_are_the_namespaces_pods_and_replication_the_brokers(
     assert _rules(policy) == {(8084,): [OWN_PODS],
                               (8081, 8083, 9876): [{"podSelector": {}}],
                               (8082,): [extra_notifiers],
-                              (8081, 8082, 8083): [PROMETHEUS]}
+                              (8081, 8082, 8083): [PROMETHEUS],
+                              (8083,): [OPERATOR]}
 
 
 def test_selected_namespaces_and_pods_become_the_client_peers() -> None:
@@ -63,7 +68,8 @@ def test_selected_namespaces_and_pods_become_the_client_peers() -> None:
 
 def test_no_clients_means_no_client_rule_not_an_open_one() -> None:
     rules = _rules(_policy({"clients": [], "metrics": []}))
-    assert set(rules) == {(8084,), (8082,)}
+    assert set(rules) == {(8084,), (8082,), (8083,)}
+    assert rules[8083,] == [OPERATOR], "only the operator, for a drain"
 
 
 def test_the_extra_notifiers_take_clients_and_metrics_only() -> None:
@@ -74,3 +80,12 @@ def test_the_extra_notifiers_take_clients_and_metrics_only() -> None:
     assert policy["spec"]["podSelector"]["matchLabels"][
         "app.kubernetes.io/component"] == "notifier"
     assert _rules(policy) == {(8083, 9876): [{"podSelector": {}}], (8083,): [PROMETHEUS]}
+
+
+def test_the_operator_reaches_the_notifier_port_for_a_drain() -> None:
+    """Its namespace when it knows it; else any namespace, its own pod labels only."""
+    assert _rules(_policy())[8083,] == [OPERATOR]
+    body = broker(spec={"storage": {"size": "10Gi"}, "network": {"clients": []}})
+    anywhere = build_broker_network_policy(body, parse_spec(body["spec"]),
+                                           operator_namespace=None)
+    assert _rules(anywhere)[8083,] == [{**OPERATOR, "namespaceSelector": {}}]
