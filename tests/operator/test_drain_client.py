@@ -1,0 +1,65 @@
+"""The drain's HTTP client against a real notifier app: the lag summed over every consumer
+group and topic (as `mqstore admin groups describe` counts it), the permission set, and a
+notifier that does not answer reported as unreachable."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from mqstore.operator.drain import NotifierUnreachable
+from mqstore.operator.drain_client import HttpNotifierClient
+from mqstore.storage import Message, MessageStore
+from mqstore.storage.dispatch.indexer import Indexer
+from tests.services.notifier_stack import notifier_app, settings
+from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
+
+
+def _store(store_dir: Path) -> Path:
+    """Orders: 5 messages in queue 0, 3 in queue 1."""
+    with MessageStore.open(store_dir, writer_config()) as writer, \
+            Indexer.open(store_dir, indexer_config()) as indexer:
+        for queue_id, count in ((0, 5), (1, 3)):
+            for n in range(count):
+                assert writer.put(Message("Orders", queue_id, f"m{n}".encode())).ok
+        wait_dispatched(indexer, writer.committed_position)
+    return store_dir
+
+
+def test_lag_and_permission_through_the_notifiers_own_routes(tmp_path: Path) -> None:
+    store_dir = _store(tmp_path / "store")
+    client = HttpNotifierClient(signer=None, ssl_context=None, timeout_s=5.0)
+
+    async def scenario() -> tuple[int, int, int]:
+        async with notifier_app(store_dir, settings()) as (http, _, _):
+            url = str(http.make_url("")).rstrip("/")
+            for group, offsets in (("behind", {"0": 2}), ("done", {"0": 5, "1": 3})):
+                answer = await http.post(f"/v1/groups/{group}/offsets",
+                                         json={"topic": "Orders", "offsets": offsets})
+                assert answer.status == 200
+            lagging = await client.lag(url)
+            await http.post("/v1/groups/behind/offsets",
+                            json={"topic": "Orders", "offsets": {"0": 5, "1": 3}})
+            caught_up = await client.lag(url)
+            await client.set_permission(url, permission=4)
+            permission = (await (await http.get("/v1/broker")).json())["permission"]
+            return lagging, caught_up, permission
+
+    lagging, caught_up, permission = asyncio.run(scenario())
+    assert lagging == (5 - 2) + (3 - 0), "queue 1, never committed by 'behind', counts whole"
+    assert caught_up == 0
+    assert permission == 4
+
+
+def test_a_notifier_that_does_not_answer_is_unreachable() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    client = HttpNotifierClient(signer=None, ssl_context=None, timeout_s=1.0)
+    with pytest.raises(NotifierUnreachable, match=r"127\.0\.0\.1"):
+        asyncio.run(client.lag(f"http://127.0.0.1:{port}"))
+    with pytest.raises(NotifierUnreachable):
+        asyncio.run(client.set_permission(f"http://127.0.0.1:{port}", permission=4))
