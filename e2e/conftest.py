@@ -159,7 +159,9 @@ class OperatorProcess:
         self.argv = [str(Path(sys.executable).parent / "kopf"), *container["command"][1:]]
         self.argv = [f"--liveness=http://127.0.0.1:{self.health_port}/healthz"
                      if arg.startswith("--liveness=") else arg for arg in self.argv]
-        self.env = {**os.environ, **{v["name"]: v["value"] for v in container["env"]},
+        # Values only: the downward API's (the operator's namespace) has no pod here.
+        self.env = {**os.environ, **{v["name"]: v["value"] for v in container["env"]
+                                     if "value" in v},
                     "MQSTORE_OPERATOR_RESYNC_INTERVAL_S": RESYNC_INTERVAL_S,
                     "MQSTORE_OPERATOR_METRICS_PORT": str(self.metrics_port)}
         self.env["KUBECONFIG"] = str(self._service_account_kubeconfig(

@@ -7,7 +7,9 @@ sends spread over both groups and each group creates the topic, as RocketMQ's br
 with auto-creation on; its push consumer rebalances over every group's queues and receives
 each message once.  Then the name servers are scaled from one to three: every broker finds
 the new ones through the headless Service on its next registration round, so each name
-server lists both groups, and no broker pod is restarted or replaced."""
+server lists both groups, and no broker pod is restarted or replaced.  A third group added
+takes the cluster's topics; removed again, it is drained first: deleted only once a consumer
+group has read what it held, its claim kept."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import pytest
 from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import json_lines
 
-from .kube import Kube, wait_for
+from .kube import Kube, condition, wait_for
 from .node_go_client import (
     CLIENT,
     client_pod,
@@ -30,6 +32,7 @@ from .node_go_client import (
     is_ready,
     users_keys,
 )
+from .node_release import RESYNC_INTERVAL_S
 from .node_state import Node
 
 BROKER = "cl"
@@ -81,14 +84,15 @@ def cluster(node: Node, node_kube: Kube,
 
 def _produce_consume(kube: Kube, cluster: dict[str, Any],
                      client_namespaces: tuple[str, str],
-                     topic: str) -> dict[str, Any]:
+                     topic: str, *options: str) -> dict[str, Any]:
+    """The Go client's report: produce-consume of MESSAGES, or what `options` say."""
     broker_namespace, client_namespace = client_namespaces
     access_key, secret_key = cluster["keys"]
     output = exec_in_client(
         kube, client_namespace, cluster["binary"], "-namesrv",
         f"{BROKER}-namesrv.{broker_namespace}.svc:9876", "-topic", topic,
         "-count", str(MESSAGES), "-timeout-s", "120", "-access-key", access_key,
-        "-secret-key", secret_key, timeout_s=CLIENT_TIMEOUT_S)
+        "-secret-key", secret_key, *options, timeout_s=CLIENT_TIMEOUT_S)
     (report,) = list(json_lines(output))
     return report
 
@@ -169,6 +173,12 @@ def _name_server_addresses(kube: Kube, namespace: str) -> list[str] | None:
 def _every_lists(kube: Kube, client_namespace: str, addresses: list[str],
                  groups: set[str]) -> dict[str, list[str]] | None:
     """{address: the broker names its cluster info lists}, once each lists every group."""
+    listed = _listed(kube, client_namespace, addresses)
+    return listed if all(set(names) >= groups for names in listed.values()) else None
+
+
+def _listed(kube: Kube, client_namespace: str, addresses: list[str]) -> dict[str, list[str]]:
+    """{address: the broker names its cluster info lists}."""
     script = RAW_REMOTING.read_text() + (
         "\nimport sys, re\n"
         "for address in sys.argv[1:]:\n"
@@ -179,7 +189,7 @@ def _every_lists(kube: Kube, client_namespace: str, addresses: list[str],
     listed: dict[str, list[str]] = {}
     for line in json_lines(output):
         listed.update(line)
-    return listed if all(set(names) >= groups for names in listed.values()) else None
+    return listed
 
 
 def test_a_group_added_takes_the_clusters_topics_and_serves(
@@ -230,3 +240,93 @@ def _every_routes(kube: Kube, client_namespace: str, addresses: list[str], topic
     for line in json_lines(output):
         routed.update(line)
     return routed if all(set(names) >= groups for names in routed.values()) else None
+
+
+DRAIN_TOPIC = "Drain"
+DRAIN_TIMEOUT_S = 180.0
+"""The consumer's commit (every 5 s, and at its shutdown), then the operator's next resync
+(RESYNC_INTERVAL_S), then the StatefulSet's deletion and its pod's stop."""
+DRAIN_HOLD_S = 5 * RESYNC_INTERVAL_S
+"""Five passes of the operator: none of them may delete a group its consumers lag on."""
+
+
+def _draining(kube: Kube, namespace: str) -> dict[str, Any] | None:
+    """status.draining, once the Broker reports Progressing `Draining` with a lag above 0."""
+    body = kube.get("broker", BROKER, namespace)
+    found = condition(body, "Progressing") or {}
+    draining = ((body or {}).get("status") or {}).get("draining") or {}
+    if found.get("reason") != "Draining" or not (draining.get("lag") or 0) > 0:
+        return None
+    return {**draining, "message": found.get("message")}
+
+
+def test_a_group_removed_is_drained_first_and_keeps_its_claims(
+        node_kube: Kube, cluster: dict[str, Any], client_namespaces: tuple[str, str]) -> None:
+    """groups 3 -> 2 while consumer group go-Drain has messages it has not read on cl-g2.
+
+    go-Drain first reads the topic's first MESSAGES (corpus 0..199) to the end, so it has
+    committed offsets on all three groups; then MESSAGES more (corpus 200..399) are sent and
+    nobody reads them, so its lag on cl-g2 is exactly what was sent there.  Lowering groups
+    makes cl-g2 read only and Draining, and cl-g2 stays past a resync; go-Drain then reads
+    corpus 200..399, the share of cl-g2 included, each exactly once (one from 0..199 would be
+    a redelivery: unexpected), and only then is cl-g2 deleted, its claim kept, and the name
+    servers stop listing it.  A last produce-consume uses the two groups left."""
+    kube = node_kube
+    broker_namespace, client_namespace = client_namespaces
+    primed = _produce_consume(kube, cluster, client_namespaces, DRAIN_TOPIC)
+    assert primed["ok"] and f"{BROKER}-g2" in primed["receivedByBroker"], primed
+    backlog = _produce_consume(kube, cluster, client_namespaces, DRAIN_TOPIC,
+                               "-mode", "produce", "-first", str(MESSAGES))
+    assert backlog["ok"] and backlog["sentByBroker"].get(f"{BROKER}-g2", 0) > 0, backlog
+    manifest = cluster_manifest(broker_namespace, client_namespace,
+                                name_servers=NAME_SERVERS_SCALED)
+    kube.apply(manifest)  # groups back to GROUPS (2)
+    draining = wait_for("cl-g2 Draining with a lag", lambda: _draining(kube, broker_namespace),
+                        timeout_s=DRAIN_TIMEOUT_S)
+    assert draining["group"] == f"{BROKER}-g2", draining
+    assert draining["lag"] >= backlog["sentByBroker"][f"{BROKER}-g2"], (draining, backlog)
+    time.sleep(DRAIN_HOLD_S)
+    assert _draining(kube, broker_namespace) is not None
+    assert kube.get("statefulset", f"{BROKER}-g2", broker_namespace) is not None
+    drained = _produce_consume(kube, cluster, client_namespaces, DRAIN_TOPIC, "-mode",
+                               "consume", "-first", str(MESSAGES), "-group", f"go-{DRAIN_TOPIC}")
+    print(f"\ne2e cluster: groups 3 -> 2 while draining {json.dumps(draining)}; backlog "
+          f"{json.dumps(backlog)}; read {json.dumps(drained)}")
+    assert drained["ok"], drained
+    assert (drained["received"], drained["missingCount"], drained["duplicates"],
+            drained["unexpected"], drained["mismatchCount"]) == (MESSAGES, 0, 0, 0, 0), drained
+    assert drained["receivedByBroker"] == backlog["sentByBroker"], (drained, backlog)
+    wait_for("cl-g2's StatefulSet deleted", lambda: kube.get(
+        "statefulset", f"{BROKER}-g2", broker_namespace) is None, timeout_s=DRAIN_TIMEOUT_S)
+    _assert_removed_and_kept(kube, broker_namespace, client_namespace)
+    after = _produce_consume(kube, cluster, client_namespaces, "AfterDrain")
+    _assert_each_once_over_every_group(after)
+
+
+def _assert_removed_and_kept(kube: Kube, namespace: str, client_namespace: str) -> None:
+    """cl-g2's claim is kept, its other objects are gone, the Broker shows two groups and
+    no drain, and every name server lists only cl and cl-g1."""
+    assert kube.get("pvc", f"data-{BROKER}-g2-0", namespace) is not None
+    for kind, name in (("configmap", f"{BROKER}-g2-config"), ("service", f"{BROKER}-g2"),
+                       ("service", f"{BROKER}-g2-headless"), ("pdb", f"{BROKER}-g2")):
+        assert kube.get(kind, name, namespace) is None, (kind, name)
+    wanted = [BROKER, f"{BROKER}-g1"]
+
+    def two_groups_no_drain() -> dict[str, Any] | None:
+        status: dict[str, Any] = (kube.get("broker", BROKER, namespace) or {}).get("status", {})
+        names = [group["name"] for group in status.get("groups", [])]
+        return status if names == wanted and not status.get("draining") else None
+
+    status = wait_for("the Broker to report two groups and no drain", two_groups_no_drain,
+                      timeout_s=120)
+    assert (condition({"status": status}, "Progressing") or {}).get("reason") != "Draining"
+    addresses = _name_server_addresses(kube, namespace)
+    assert addresses is not None
+
+    def only_two_listed() -> dict[str, list[str]] | None:
+        found = _listed(kube, client_namespace, addresses)
+        return found if all(names == wanted for names in found.values()) else None
+
+    listed = wait_for("every name server to list only cl and cl-g1", only_two_listed,
+                      timeout_s=REGISTERED_TIMEOUT_S)
+    print(f"e2e cluster: after the drain the name servers list {listed}")
