@@ -97,4 +97,7 @@ def test_defaults_are_filled_in_by_the_api_server(kube: Kube, release: dict[str,
     assert spec["security"] == {"generateUsersSecret": True}
     assert spec["network"] == {"policies": True, "clients": [{"podSelector": {}}],
                                "metrics": [{"namespaceSelector": {}, "podSelector": {
-                                   "matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]}
+                                   "matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
+                               "external": {"enabled": False, "host": "",
+                                            "nodePortBase": 30900}}
+    assert (spec["groups"], spec["nameServer"]["replicas"]) == (1, 0)
