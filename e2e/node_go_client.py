@@ -69,3 +69,18 @@ def users_keys(kube: Kube, broker: str, namespace: str) -> tuple[str, str]:
 def is_ready(kube: Kube, kind: str, name: str, namespace: str) -> bool:
     """Whether the object's Ready condition is True (a pod's, a Broker's)."""
     return (condition(kube.get(kind, name, namespace), "Ready") or {}).get("status") == "True"
+
+
+def assert_each_received_once(report: dict[str, Any], *, messages: int,
+                              brokers: set[str] | None = None) -> None:
+    """The Go client's produce-consume report: `messages` sent, acknowledged and received
+    exactly once, field by field; with `brokers`, spread over exactly those groups and
+    received from each what was sent there."""
+    assert report["ok"], report
+    assert (report["sent"], report["expected"], report["received"]) == (
+        messages, messages, messages), report
+    assert (report["missingCount"], report["duplicates"], report["unexpected"],
+            report["mismatchCount"]) == (0, 0, 0, 0), report
+    if brokers is not None:
+        assert set(report["sentByBroker"]) == brokers, report
+        assert report["receivedByBroker"] == report["sentByBroker"], report

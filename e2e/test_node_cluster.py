@@ -26,6 +26,7 @@ from tests.remoting_clients.java_clients import json_lines
 from .kube import Kube, condition, wait_for
 from .node_go_client import (
     CLIENT,
+    assert_each_received_once,
     client_pod,
     copy_binary,
     exec_in_client,
@@ -98,14 +99,8 @@ def _produce_consume(kube: Kube, cluster: dict[str, Any],
 
 
 def _assert_each_once_over_every_group(report: dict[str, Any]) -> None:
-    assert report["ok"], report
-    assert (report["sent"], report["expected"], report["received"]) == (
-        MESSAGES, MESSAGES, MESSAGES), report
-    assert (report["missingCount"], report["duplicates"], report["unexpected"],
-            report["mismatchCount"]) == (0, 0, 0, 0), report
-    groups = {BROKER, *(f"{BROKER}-g{group}" for group in range(1, GROUPS))}
-    assert set(report["sentByBroker"]) == groups, report
-    assert report["receivedByBroker"] == report["sentByBroker"], report
+    assert_each_received_once(report, messages=MESSAGES, brokers={
+        BROKER, *(f"{BROKER}-g{group}" for group in range(1, GROUPS))})
 
 
 def test_a_client_given_the_name_server_uses_every_group(
