@@ -1,7 +1,9 @@
 """`mqstore up --groups 2` is a RocketMQ cluster a client uses through its one name server
 (services/cli/up_groups.py): the name server lists both brokers, RocketMQ's Go client given
 only the name server spreads its sends over both groups and reads every message back, and
-each group's own store holds what the client says it sent there.
+each group's own store holds what the client says it sent there; RocketMQ's Java producer
+at a steady rate loses nothing and fails no send while one group's front is killed and
+restarted, its retry taking the sends to the other group.
 
 The topic is made on each group with UPDATE_AND_CREATE_TOPIC (17) on its remoting port, as
 `mqadmin updateTopic -c DefaultCluster` does, so its route names both groups before the
@@ -14,6 +16,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -30,6 +33,7 @@ from tests.processes import MQSTORE
 from tests.remoting.up_process import SMALL_SEGMENTS, UP_READY_LINE
 from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
+from tests.remoting_clients.load_client import LoadRun, assert_nothing_lost, summary
 from tests.remoting_clients.mqadmin import AdminResult, MqAdmin
 from tests.remoting_clients.raw_remoting import GET_BROKER_CLUSTER_INFO, SUCCESS, request, route_of
 from tests.remoting_clients.rocketmq_peer import port_free
@@ -182,3 +186,48 @@ def test_mqadmin_sees_the_cluster_and_a_consumer_across_both_groups(tmp_path: Pa
         assert {row[1] for row in rows} == {"mqstore-g0", "mqstore-g1"}, progress.output
         assert len(rows) == GROUP_COUNT * QUEUE_COUNT_PER_GROUP, progress.output
         assert progress.field("Consume Diff Total") == "0", progress.output
+
+
+LOAD_RATE_PER_S = 200
+LOAD_THREADS = 8
+LOAD_ACKS_BETWEEN = 600
+"""Acknowledgements before the kill and after the restart: 3 s at the rate."""
+LOAD_TIMEOUT_S = 60.0
+
+
+def test_a_group_front_killed_under_load_loses_nothing_the_client_retries_elsewhere(
+        tmp_path: Path) -> None:
+    """RocketMQ's Java producer (its default retry: 2 more tries within 3,000 ms, each to
+    another group) at 200 msg/s and a push consumer, while group 0's remoting front is
+    killed with SIGKILL and `up` restarts it: no send fails, every acknowledged message is
+    received, and group 0 takes sends again after its restart."""
+    clients = JavaClients.build(CLIENT_5)
+    with _up_groups(tmp_path) as (namesrv, groups):
+        started = time.monotonic()
+        load = LoadRun.start(clients, namesrv=namesrv, topic=f"load-{uuid.uuid4().hex[:10]}",
+                             work_dir=tmp_path / "load", rate_per_s=LOAD_RATE_PER_S,
+                             threads=LOAD_THREADS)
+        try:
+            before = load.wait_acked(LOAD_ACKS_BETWEEN, timeout_s=LOAD_TIMEOUT_S)
+            assert before["ackedByBroker"].get("mqstore-g0", 0) > 0, before
+            os.kill(_listener_pid(groups[0]["remoting"]), signal.SIGKILL)
+            killed = load.progress()["ackedByBroker"].get("mqstore-g0", 0)
+            load.wait_until("group 0 acknowledging again", lambda progress: progress.get(
+                "ackedByBroker", {}).get("mqstore-g0", 0) >= killed + LOAD_ACKS_BETWEEN // 4,
+                timeout_s=LOAD_TIMEOUT_S)
+            report = load.stop()
+        finally:
+            load.kill()
+    print(f"\nload through a killed front: {summary(report, started)}")
+    assert_nothing_lost(report)
+    assert report["failed"] == 0, report
+    assert set(report["ackedByBroker"]) == {"mqstore-g0", "mqstore-g1"}, report
+
+
+def _listener_pid(port: int) -> int:
+    """The process listening on 127.0.0.1:`port` (`ss -ltnp`)."""
+    listing = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True,
+                             text=True, check=True).stdout
+    found = re.search(r"pid=(\d+)", listing)
+    assert found, f"nothing listens on {port}: {listing!r}"
+    return int(found.group(1))

@@ -21,6 +21,7 @@ import java.util.Map;
  *   sql92          MessageSelector.bySql: --consumer push|lite|refused (see SqlFilter)
  *   request-reply  DefaultMQProducer.request answered by MessageUtil.createReplyMessage (see Reply)
  *   trace          a traced producer and push consumer, read back from the trace topic (see Traced)
+ *   load           a sync producer at a steady rate and a push consumer, until a stop file (see Load)
  *   bench-produce, bench-batch, bench-consume, bench-latency (see Bench)
  *   refused        one send and two route lookups, each reported with its exceptions
  *   check-selftest the Checker against spoiled messages, no server (see SelfTest)
@@ -65,6 +66,9 @@ public final class Main {
         } else if (scenario.equals("request-reply")) {
             Clients.signWith(args);
             out.putAll(Reply.run(args));
+        } else if (scenario.equals(Load.SCENARIO)) {
+            Clients.signWith(args);
+            out.putAll(Load.run(args));
         } else if (scenario.equals("trace")) {
             Clients.signWith(args);
             out.putAll(Traced.run(args));
