@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +38,7 @@ from tests.remoting_clients.java_clients import json_lines
 from .kube import Kube, wait_for
 from .node_config import NODE_IP
 from .node_go_client import assert_each_received_once, is_ready, users_keys
+from .node_outside import connects, on_node
 from .node_pods import restricted_namespace
 from .node_state import Node
 
@@ -93,26 +92,6 @@ def outside(node: Node, node_kube: Kube, node_release: str,
         kube.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
-def on_node(node: Node, *argv: str, cwd: Path, timeout_s: float,
-            check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`argv` in the node's network namespace, outside every pod (the host's files)."""
-    done = subprocess.run(["ip", "netns", "exec", node.netns, *argv], capture_output=True,
-                          text=True, errors="replace", cwd=cwd, timeout=timeout_s,
-                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(cwd)},
-                          check=False)
-    assert not check or done.returncode == 0, (
-        f"{argv[0]} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
-    return done
-
-
-def _connects(node: Node, port: int, cwd: Path) -> bool:
-    """Whether a TCP connection from the node to `<NODE_IP>:<port>` is accepted."""
-    script = (f"import socket; socket.create_connection(({NODE_IP!r}, {port}), "
-              f"timeout=2).close()")
-    return on_node(node, sys.executable, "-c", script, cwd=cwd, timeout_s=10,
-                   check=False).returncode == 0
-
-
 def test_the_nodeport_services_and_the_status_name_the_node(
         node_kube: Kube, outside: dict[str, Any]) -> None:
     """One NodePort Service per broker pod and the entry, numbered from the base, listed by
@@ -133,7 +112,7 @@ def test_a_client_outside_the_cluster_uses_every_group_through_the_nodeports(
     work_dir: Path = outside["work_dir"]
     for name, port in SERVICES.items():
         wait_for(f"{NODE_IP}:{port} ({name}) to accept connections from the node",
-                 functools.partial(_connects, node, port, work_dir),
+                 functools.partial(connects, node, port, work_dir),
                  timeout_s=CONNECT_TIMEOUT_S)
     access_key, secret_key = outside["keys"]
     started = time.monotonic()
