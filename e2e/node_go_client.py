@@ -18,7 +18,9 @@ from .node_pods import RESTRICTED_CONTAINER, RESTRICTED_POD
 
 CLIENT = "go-client"
 WORK_DIR = "/work"
-"""The client pod's only writable path (an emptyDir): the binary and its cwd."""
+"""The client pod's only writable path (an emptyDir): the binary and its cwd, and
+mqadmin's runtime and jars (e2e/node_admin.py: about 130 MiB unpacked, a JVM of 128 MiB
+heap)."""
 
 
 def client_pod(namespace: str, image: str) -> dict[str, Any]:
@@ -26,7 +28,7 @@ def client_pod(namespace: str, image: str) -> dict[str, Any]:
             "metadata": {"name": CLIENT, "namespace": namespace},
             "spec": {"securityContext": RESTRICTED_POD, "automountServiceAccountToken": False,
                      "terminationGracePeriodSeconds": 1,
-                     "volumes": [{"name": "work", "emptyDir": {"sizeLimit": "64Mi"}}],
+                     "volumes": [{"name": "work", "emptyDir": {"sizeLimit": "384Mi"}}],
                      "containers": [{
                          "name": CLIENT, "image": image, "imagePullPolicy": "Never",
                          "command": ["sleep", "infinity"], "workingDir": WORK_DIR,
@@ -34,7 +36,7 @@ def client_pod(namespace: str, image: str) -> dict[str, Any]:
                          "securityContext": RESTRICTED_CONTAINER,
                          "volumeMounts": [{"name": "work", "mountPath": WORK_DIR}],
                          "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
-                                       "limits": {"memory": "256Mi"}}}]}}
+                                       "limits": {"memory": "512Mi"}}}]}}
 
 
 def exec_in_client(kube: Kube, namespace: str, *argv: str, stdin: bytes = b"",

@@ -24,6 +24,7 @@ from tests.remoting_clients.go_client import GoClient
 from tests.remoting_clients.java_clients import json_lines
 
 from .kube import Kube, condition, wait_for
+from .node_admin import install_admin, mqadmin_in_pod
 from .node_go_client import (
     CLIENT,
     assert_each_received_once,
@@ -111,6 +112,35 @@ def test_a_client_given_the_name_server_uses_every_group(
     print(f"\ne2e cluster: ready in {cluster['ready_s']:.1f} s; produce and consume "
           f"{time.monotonic() - started:.1f} s: {json.dumps(report)}")
     _assert_each_once_over_every_group(report)
+
+
+def test_mqadmin_in_a_pod_sees_the_cluster(
+        node_kube: Kube, cluster: dict[str, Any], client_namespaces: tuple[str, str]) -> None:
+    """Apache RocketMQ's mqadmin 5.5.0 in the client pod (e2e/node_admin.py), given the name
+    server's Service and signing with the admin account: `clusterList` lists both groups'
+    masters at their headless names, `topicRoute` routes the first test's topic to both,
+    and `consumerProgress` shows its consumer group on every queue of both, nothing left."""
+    kube = node_kube
+    broker_namespace, client_namespace = client_namespaces
+    started = time.monotonic()
+    install_admin(kube, client_namespace, cluster["keys"])
+    installed_s = time.monotonic() - started
+    namesrv = f"{BROKER}-namesrv.{broker_namespace}.svc:9876"
+    groups = {BROKER, *(f"{BROKER}-g{group}" for group in range(1, GROUPS))}
+    listed = mqadmin_in_pod(kube, client_namespace, "clusterList", namesrv).table()
+    assert {row[1] for row in listed} == groups, listed
+    assert {row[3] for row in listed} == {
+        f"{group}-0.{group}-headless.{broker_namespace}.svc:9876" for group in groups}, listed
+    route = mqadmin_in_pod(kube, client_namespace, "topicRoute", namesrv, "-t", "Spread")
+    assert {name for name in groups if f'"brokerName":"{name}"' in route.output} == groups, \
+        route.output
+    progress = mqadmin_in_pod(kube, client_namespace, "consumerProgress", namesrv,
+                              "-g", "go-Spread", "-t", "Spread")
+    rows = [row for row in progress.table() if row and row[0] == "Spread"]
+    print(f"\ne2e cluster: mqadmin unpacked in the pod in {installed_s:.1f} s; clusterList "
+          f"{listed}; consumerProgress {rows}; all in {time.monotonic() - started:.1f} s")
+    assert {row[1] for row in rows} == groups, progress.output
+    assert progress.field("Consume Diff Total") == "0", progress.output
 
 
 def test_scaling_the_name_servers_restarts_no_broker(
