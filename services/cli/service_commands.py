@@ -90,9 +90,9 @@ def _namesrv(arguments: argparse.Namespace) -> int:
     try:
         settings = NamesrvSettings(**{field.name: getattr(arguments, field.name)
                                       for field in dataclasses.fields(NamesrvSettings)})
-    except NamesrvConfigError as error:
+        return _run_service(lambda: run_namesrv(settings, log_level=arguments.log_level))
+    except NamesrvConfigError as error:  # a bad option, or a TLS file that cannot be loaded
         raise UsageError(str(error)) from None
-    return _run_service(lambda: run_namesrv(settings, log_level=arguments.log_level))
 
 
 def _service_command(commands: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -12,6 +12,10 @@
         write_buffer_bytes_max (else the connection is closed after write_drain_timeout_ms);
         none for a oneway request
 
+With `tls_cert_file` and `tls_key_file` set, both listeners speak only TLS (the handshake
+within frame_read_timeout_ms); a plaintext client fails the handshake at its first bytes
+and is closed.
+
 A connection that closes drops the brokers that registered on it (RocketMQ's
 `BrokerHousekeepingService.onChannelClose`); every `expiry_scan_interval_ms` the brokers
 silent for `broker_expiry_ms` are dropped.  Unknown codes answer REQUEST_CODE_NOT_SUPPORTED
@@ -26,6 +30,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import ssl
 
 from mqstore.services.common.links.framing import (
     FramedStream,
@@ -42,8 +47,11 @@ log = logging.getLogger("mqstore.namesrv")
 
 
 class NamesrvServer:
-    def __init__(self, namesrv: Namesrv) -> None:
+    def __init__(self, namesrv: Namesrv, *, ssl_context: ssl.SSLContext | None = None
+                 ) -> None:
+        """`ssl_context`: both listeners serve only TLS; None: plain TCP."""
         self.namesrv = namesrv
+        self._ssl = ssl_context
         settings = namesrv.settings
         self._watchdog = FrameWatchdog(FrameLimits(
             frame_size_bytes_max=settings.frame_size_bytes_max,
@@ -72,12 +80,16 @@ class NamesrvServer:
         return self.port
 
     async def _listen(self, port: int, *, external: bool) -> int:
-        server = await start_framed_server(functools.partial(self._serve, external=external),
-                                           self.namesrv.settings.host, port)
+        settings = self.namesrv.settings
+        server = await start_framed_server(
+            functools.partial(self._serve, external=external), settings.host, port,
+            ssl_context=self._ssl,
+            ssl_handshake_timeout_s=settings.frame_read_timeout_ms / 1000)
         self._servers.append(server)
         bound = int(server.sockets[0].getsockname()[1])
-        log.info("namesrv listening", extra={"host": self.namesrv.settings.host,
-                                             "port": bound, "external": external})
+        log.info("namesrv listening", extra={"host": settings.host, "port": bound,
+                                             "external": external,
+                                             "tls": self._ssl is not None})
         return bound
 
     async def close(self) -> None:

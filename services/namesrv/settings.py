@@ -80,7 +80,20 @@ class NamesrvSettings:
     the broker's topics it no longer lists.  Off by default, as RocketMQ: a broker's
     registration after creating one topic may list only that topic."""
 
+    tls_cert_file: str = ""
+    """PEM certificate (leaf first, then any intermediates) both listeners serve: with it
+    (and `tls_key_file`), `port` and `external_port` speak only TLS and a plaintext client
+    is closed at its first bytes.  Empty: plain TCP, as RocketMQ's name server."""
+
+    tls_key_file: str = ""
+    """PEM private key of `tls_cert_file` (unencrypted: the name server starts unattended);
+    set with it or not at all."""
+
     def __post_init__(self) -> None:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise NamesrvConfigError(
+                f"tls_cert_file={self.tls_cert_file!r} and tls_key_file="
+                f"{self.tls_key_file!r} must be set together (both: TLS on every listener)")
         if not 0 <= self.port <= 65535:
             raise NamesrvConfigError(f"port={self.port} must be in 0..65535")
         for field in dataclasses.fields(self):

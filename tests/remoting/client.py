@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import ssl
 import struct
 import time
 from typing import Any
@@ -31,10 +32,11 @@ class RemotingClient:
         self._task = asyncio.create_task(self._read())
 
     @classmethod
-    async def connect(cls, address: str, *, serialize_type: int = SERIALIZE_JSON
-                      ) -> RemotingClient:
+    async def connect(cls, address: str, *, serialize_type: int = SERIALIZE_JSON,
+                      ssl_context: ssl.SSLContext | None = None) -> RemotingClient:
+        """A connection to `address` ("host:port"); over TLS with `ssl_context`."""
         host, _, port = address.rpartition(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
+        reader, writer = await asyncio.open_connection(host, int(port), ssl=ssl_context)
         return cls(reader, writer, serialize_type=serialize_type)
 
     async def close(self) -> None:
