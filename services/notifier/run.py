@@ -78,7 +78,7 @@ async def _serve(config: ServiceConfig) -> int:
                             reply_topic=f"{front.cluster_name}_REPLY_TOPIC")
         remoting = RemotingFront(view, offsets, front, topics=topics,
                                  queue_count_max=config.writer.topic_queue_count,
-                                 ssl_context=tls, users=users) \
+                                 ssl_context=tls, users=users, tls=config.tls) \
             if config.remoting.enabled else None
         # Nacks send their copies on the front's link, or on one of their own without it.
         link = None if remoting else WriterLink(front, secret_path=secret_path(view.directory))

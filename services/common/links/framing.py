@@ -138,13 +138,21 @@ async def start_framed_server(connected: Connected, host: str, port: int, *,
                                     ssl_handshake_timeout=ssl_handshake_timeout_s)
 
 
-async def open_framed_connection(host: str, port: int) -> tuple[TimedReader,
-                                                                asyncio.StreamWriter]:
-    """`asyncio.open_connection` reading through a `TimedReader`."""
+async def open_framed_connection(host: str, port: int, *,
+                                 ssl_context: ssl.SSLContext | None = None,
+                                 server_hostname: str | None = None
+                                 ) -> tuple[TimedReader, asyncio.StreamWriter]:
+    """`asyncio.open_connection` reading through a `TimedReader`; with `ssl_context`, over
+    TLS, the peer's certificate checked against `server_hostname` (default: `host`)."""
     loop = asyncio.get_running_loop()
     reader = TimedReader()
     protocol = asyncio.StreamReaderProtocol(reader)
-    transport, _ = await loop.create_connection(lambda: protocol, host, port)
+    if ssl_context is None:
+        transport, _ = await loop.create_connection(lambda: protocol, host, port)
+    else:
+        transport, _ = await loop.create_connection(
+            lambda: protocol, host, port, ssl=ssl_context,
+            server_hostname=server_hostname or host)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 

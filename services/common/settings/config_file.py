@@ -85,6 +85,10 @@ class ServiceConfig:
                 f"(store.message_body_size_bytes_max={self.store.message_body_size_bytes_max}"
                 f" as base64 plus properties): it must be at least {needed}")
         check_role(self.store.role, self.replication, source=self.source)
+        if self.remoting.namesrv_tls_enabled and not self.tls.enabled:
+            raise ConfigError(
+                f"{self.source}: remoting.namesrv_tls_enabled needs the tls section "
+                f"(tls.cert_file, tls.key_file, and tls.ca_file to verify the name servers)")
 
 
 def load_config(path: str | Path | None, *,

@@ -89,6 +89,13 @@ class RemotingSettings:
     headless Service's pods), so adding name servers restarts no broker
     (services/notifier/remoting/registrar.py)."""
 
+    namesrv_tls_enabled: bool = False
+    """Connect to the `namesrv_addresses` over TLS (name servers run with `--tls-cert-file`),
+    for registrations and the cluster-topics copy alike.  Each name server's certificate is
+    verified against the `tls` section's `ca_file` and must name the host as written in
+    `namesrv_addresses` (a loopback address: the chain only).  Needs the `tls` section
+    (a ConfigError at start without it).  Off: plain TCP, as RocketMQ's broker."""
+
     cluster_topics_copy_enabled: bool = True
     """A broker with no topic of its own (a new group) that registers with a name server
     takes the cluster's topics from it, so adding a group to a cluster serves every topic

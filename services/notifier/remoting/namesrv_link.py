@@ -8,6 +8,11 @@ its opaque (services/common/links/framing.py reads them: a frame at most
 `frame_size_bytes_max`, whole within `frame_read_timeout_ms`).  The caller bounds each call
 with its timeout; a call that fails or times out closes the connection, and the next one
 connects again (a call that finds its kept connection closed connects again at once).
+
+With `remoting.namesrv_tls_enabled` the connection is TLS: the registrar gives each link the
+context of the config's `tls.ca_file` and the host NAME of its `namesrv_addresses` entry
+(the link itself connects to one resolved address), so the name server's certificate must
+name that host; a loopback name checks the chain only (services/common/settings/tls.py).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+import ssl
 
 from mqstore.services.common.links.framing import (
     FramedStream,
@@ -26,9 +32,14 @@ from mqstore.services.notifier.remoting.frame import Command, decode, encode
 
 
 class NamesrvLink:
-    def __init__(self, host: str, port: int, *, watchdog: FrameWatchdog) -> None:
+    def __init__(self, host: str, port: int, *, watchdog: FrameWatchdog,
+                 ssl_context: ssl.SSLContext | None = None, server_hostname: str = "") -> None:
+        """`host`: an address to connect to; `ssl_context`: connect over TLS, checking the
+        certificate against `server_hostname` (empty: `host`).  None: plain TCP."""
         self.host = host
         self.port = port
+        self._ssl = ssl_context
+        self._server_hostname = server_hostname or host
         self._watchdog = watchdog
         self._stream: FramedStream | None = None
         self._opaques = itertools.count(1)
@@ -75,7 +86,9 @@ class NamesrvLink:
         if stream is not None and not stream.writer.is_closing():
             return stream
         self.close()
-        reader, writer = await open_framed_connection(self.host, self.port)
+        reader, writer = await open_framed_connection(
+            self.host, self.port, ssl_context=self._ssl,
+            server_hostname=self._server_hostname if self._ssl is not None else None)
         self._stream = self._watchdog.open_stream(reader, writer)
         return self._stream
 

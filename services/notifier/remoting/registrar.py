@@ -20,6 +20,10 @@ broker does (`BrokerController.registerBrokerAll`), when `remoting.namesrv_addre
                     within register_timeout_ms), close the connections
 
 Everything runs on the notifier's event loop and never waits on the front's requests.
+With `remoting.namesrv_tls_enabled` every link is TLS, verified with the `tls` section's
+`ca_file` against the name as written in `namesrv_addresses` (namesrv_link.py); a name
+server whose certificate does not verify counts as unreachable, and is logged.
+
 Counts (`counts`, exported as `mqstore_remoting_namesrv_registrations_total`): by name
 server address and outcome: success, refused (an answer not SUCCESS), timeout, unreachable
 (refused connection, closed link, DNS failure).
@@ -32,16 +36,19 @@ import collections
 import contextlib
 import dataclasses
 import logging
+import ssl
 import time
 
 from mqstore.services.common.links.framing import FrameLimits, FrameWatchdog
+from mqstore.services.common.settings.tls import TlsSettings, client_context
 from mqstore.services.notifier.remoting import cluster_topics
 from mqstore.services.notifier.remoting import registration_requests as requests
 from mqstore.services.notifier.remoting.codes import SUCCESS, RemotingError
 from mqstore.services.notifier.remoting.context import Front
 from mqstore.services.notifier.remoting.frame import Command, FrameError
-from mqstore.services.notifier.remoting.namesrv_link import NamesrvLink, resolve
+from mqstore.services.notifier.remoting.namesrv_link import NamesrvLink, resolve, split_address
 from mqstore.services.notifier.remoting.topics import TopicConfig
+from mqstore.storage import ConfigError
 
 log = logging.getLogger("mqstore.remoting")
 
@@ -56,11 +63,16 @@ class _NameServer:
 
 
 class BrokerRegistrar:
-    def __init__(self, front: Front) -> None:
+    def __init__(self, front: Front, *, tls: TlsSettings | None = None) -> None:
+        """`tls`: the config's `tls` section, which the links verify name servers with when
+        `remoting.namesrv_tls_enabled` (a ConfigError without a certificate in it)."""
         settings = front.settings
         self._front = front
         self._settings = settings
         self._names = settings.namesrv_address_list
+        self._contexts = _link_contexts(settings.namesrv_tls_enabled, tls or TlsSettings(),
+                                        self._names)
+        """Each name's TLS context (checking its host), or None for each: plain TCP."""
         self._watchdog = FrameWatchdog(FrameLimits(
             frame_size_bytes_max=settings.frame_size_bytes_max,
             frame_read_timeout_ms=settings.frame_read_timeout_ms,
@@ -145,14 +157,16 @@ class BrokerRegistrar:
                 self.counts[(name, "unreachable")] += 1
                 log.warning("name server %s not resolved (kept its last addresses %s): %r",
                             name, self._resolved.get(name, []), error)
-        wanted: dict[tuple[str, int], None] = {}
-        for addresses in self._resolved.values():
-            wanted.update(dict.fromkeys(addresses))
+        wanted: dict[tuple[str, int], str] = {}
+        """Each address, and the first name that resolved to it (its TLS host)."""
+        for name, addresses in self._resolved.items():
+            for address in addresses:
+                wanted.setdefault(address, name)
         if len(wanted) > self._settings.name_servers_max:
             left_out = list(wanted)[self._settings.name_servers_max:]
             log.warning("registering with %d name servers of %d (remoting.name_servers_max); "
                         "left out: %s", self._settings.name_servers_max, len(wanted), left_out)
-            wanted = dict.fromkeys(list(wanted)[:self._settings.name_servers_max])
+            wanted = dict(list(wanted.items())[:self._settings.name_servers_max])
         for address in [address for address in self._servers if address not in wanted]:
             server = self._servers.pop(address)
             await _cancel(server.task)
@@ -161,12 +175,14 @@ class BrokerRegistrar:
                 del self.counts[key]  # a pod gone for good: its series go too (bounded)
             log.info("name server %s no longer resolved: not registering with it",
                      server.link.address)
-        for address in wanted:
+        for address, name in wanted.items():
             if address not in self._servers:
-                self._servers[address] = self._serve(address)
+                self._servers[address] = self._serve(address, name)
 
-    def _serve(self, address: tuple[str, int]) -> _NameServer:
-        server = _NameServer(NamesrvLink(*address, watchdog=self._watchdog), asyncio.Event())
+    def _serve(self, address: tuple[str, int], name: str) -> _NameServer:
+        link = NamesrvLink(*address, watchdog=self._watchdog, ssl_context=self._contexts[name],
+                           server_hostname=split_address(name)[0])
+        server = _NameServer(link, asyncio.Event())
         server.task = asyncio.create_task(self._register_forever(server),
                                           name=f"remoting-register-{server.link.address}")
         return server
@@ -238,3 +254,15 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def _link_contexts(enabled: bool, tls: TlsSettings, names: tuple[str, ...]
+                   ) -> dict[str, ssl.SSLContext | None]:
+    """Each configured name's TLS context (None for each unless `enabled`); a ConfigError
+    when TLS is wanted with no `tls` section, or its `ca_file` cannot be loaded."""
+    if not enabled:
+        return dict.fromkeys(names)
+    if not tls.enabled:
+        raise ConfigError("remoting.namesrv_tls_enabled needs the tls section (tls.cert_file, "
+                          "tls.key_file, and tls.ca_file to verify the name servers)")
+    return {name: client_context(tls, host=split_address(name)[0]) for name in names}

@@ -25,6 +25,7 @@ import ssl
 from mqstore.services.auth.users import Users
 from mqstore.services.common.links.forward_secret import secret_path
 from mqstore.services.common.settings.remoting import RemotingSettings
+from mqstore.services.common.settings.tls import TlsSettings
 from mqstore.services.common.topics.queue_choice import RoundRobinQueues
 from mqstore.services.notifier.held import HeldPulls
 from mqstore.services.notifier.remoting.access import RemotingAccess
@@ -48,10 +49,11 @@ class RemotingFront:
     def __init__(self, view: StoreView, offsets: ConsumerOffsets, settings: RemotingSettings,
                  *, queue_count_max: int, topics: TopicTable | None = None,
                  ssl_context: ssl.SSLContext | None = None,
-                 users: Users | None = None) -> None:
+                 users: Users | None = None, tls: TlsSettings | None = None) -> None:
         """`topics`: the process's topic table, shared with the notifier's HTTP API (default:
         a table of the front's own).  `ssl_context`: serve only TLS.  `users`: check every
-        request against them (access.py); None: no check."""
+        request against them (access.py); None: no check.  `tls`: the config's section, that
+        the registrar's links verify name servers with (`remoting.namesrv_tls_enabled`)."""
         self.held = HeldPulls(held_max=settings.held_pulls_max,
                               held_per_client_max=settings.held_pulls_per_client_max)
         clients = ClientTable(expiry_ms=settings.consumer_expiry_ms,
@@ -72,7 +74,7 @@ class RemotingFront:
             if users is not None else None)
         self.server = RemotingServer(self.front, ssl_context=ssl_context)
         self.transaction_check = TransactionCheck(self.front)
-        self.registrar = BrokerRegistrar(self.front)
+        self.registrar = BrokerRegistrar(self.front, tls=tls)
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
