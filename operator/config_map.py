@@ -41,7 +41,8 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
     NetworkPolicies decide who gets in.  The Secrets' files are named where
     `pod_secrets.py` mounts them.  In a cluster (`cluster_name` set, operator/groups.py)
     the remoting front registers the group (`broker_name`) with the cluster's name
-    servers; each pod's broker id comes from its pod index (operator/addresses.py).  With
+    servers (over TLS with a TLS Secret); each pod's broker id comes from its pod index
+    (operator/addresses.py).  With
     `network.external` the front's external listener advertises group `group_index`'s
     NodePorts (operator/external.py)."""
     in_use = secrets_in_use(broker_name, spec)
@@ -63,6 +64,8 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
         document["remoting"].update(
             cluster_name=cluster_name, broker_name=broker_name,
             namesrv_addresses=names.namesrv_address(cluster_name, namespace))
+        if in_use.tls is not None:  # the name servers serve only TLS (operator/name_server.py)
+            document["remoting"]["namesrv_tls_enabled"] = True
     if spec.network.external.enabled:
         document["remoting"].update(external_config(spec, group_index=group_index))
     if in_use.users is not None:

@@ -15,7 +15,12 @@ again at each round (services/notifier/remoting/registrar.py).  The headless Ser
 only ready pods, so a broker registers with a name server that is listening.
 
 With `network.external` the name servers also listen on 9877 (`--external-port`) for
-clients outside the cluster network, behind `<broker>-external` (operator/external.py)."""
+clients outside the cluster network, behind `<broker>-external` (operator/external.py).
+
+With `security.tlsSecret` the name servers mount the Secret read-only at /etc/mqstore/tls,
+as the brokers' pods do, and serve only TLS on both ports (`--tls-cert-file`,
+`--tls-key-file`); the groups register over TLS (`remoting.namesrv_tls_enabled`,
+operator/config_map.py).  The TCP probes only connect, which a TLS listener accepts."""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Any
 
 from . import names
 from .pod import TMP_SIZE_LIMIT, container_security, external_container_port, pod_security
+from .pod_secrets import TLS_DIR, config_path, secrets_in_use, tls_volume_source
 from .spec import BrokerSpec
 
 COMPONENT = "namesrv"
@@ -49,14 +55,20 @@ def _port() -> list[dict[str, Any]]:
              "protocol": "TCP"}]
 
 
-def namesrv_container(spec: BrokerSpec, *, image: str) -> dict[str, Any]:
+def namesrv_container(spec: BrokerSpec, *, image: str, tls: bool = False) -> dict[str, Any]:
     """With `network.external` a second listener on 9877, whose routes name each broker by
-    the external address it registered (operator/external.py)."""
+    the external address it registered (operator/external.py); with `tls`, both listeners
+    serve the mounted Secret's certificate."""
     command = ["mqstore", "namesrv", "--host", "0.0.0.0", "--port", str(names.REMOTING_PORT)]
     ports = [{"name": "remoting", "containerPort": names.REMOTING_PORT, "protocol": "TCP"}]
+    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
     if spec.network.external.enabled:
         command += ["--external-port", str(names.REMOTING_EXTERNAL_PORT)]
         ports.append(external_container_port())
+    if tls:
+        command += ["--tls-cert-file", config_path(f"{TLS_DIR}/tls.crt"),
+                    "--tls-key-file", config_path(f"{TLS_DIR}/tls.key")]
+        mounts.append({"name": "tls", "mountPath": config_path(TLS_DIR), "readOnly": True})
     return {
         "name": COMPONENT,
         "image": image,
@@ -67,7 +79,7 @@ def namesrv_container(spec: BrokerSpec, *, image: str) -> dict[str, Any]:
         "livenessProbe": {**PROBE_TCP, "periodSeconds": 10, "failureThreshold": 6},
         "resources": dict(spec.name_server.resources),
         "securityContext": container_security(),
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": mounts,
     }
 
 
@@ -76,6 +88,11 @@ def build_namesrv_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *,
     assert spec.name_server.replicas > 0
     name = broker["metadata"]["name"]
     metadata = _metadata(broker, names.namesrv_name(name))
+    tls = secrets_in_use(name, spec).tls
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {
+        "medium": "Memory", "sizeLimit": TMP_SIZE_LIMIT}}]
+    if tls is not None:
+        volumes.append({"name": "tls", "projected": {"sources": [tls_volume_source(tls)]}})
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata,
         "spec": {
@@ -85,9 +102,9 @@ def build_namesrv_deployment(broker: Mapping[str, Any], spec: BrokerSpec, *,
                 "metadata": {"labels": {**metadata["labels"], **namesrv_labels(name)}},
                 "spec": {"securityContext": pod_security(), "enableServiceLinks": False,
                          "automountServiceAccountToken": False,
-                         "containers": [namesrv_container(spec, image=image)],
-                         "volumes": [{"name": "tmp", "emptyDir": {
-                             "medium": "Memory", "sizeLimit": TMP_SIZE_LIMIT}}]},
+                         "containers": [namesrv_container(spec, image=image,
+                                                          tls=tls is not None)],
+                         "volumes": volumes},
             },
         },
     }

@@ -122,6 +122,13 @@ def projected_sources(in_use: SecretsInUse) -> list[dict[str, Any]]:
     return sources
 
 
+def tls_volume_source(tls: SecretUse) -> dict[str, Any]:
+    """The TLS Secret alone, for a volume mounted at /etc/mqstore/tls (the name servers,
+    which read no config file): each key at its own name, mode 0440 as above."""
+    return {"secret": {"name": tls.name, "items": [
+        {"key": key, "path": key, "mode": 0o440} for key in TLS_KEYS]}}
+
+
 def plain_acl_text(*, access_key: str, secret_key: str) -> str:
     """A users file with one admin account (RocketMQ 4.x plain_acl.yml): an admin with no
     per-topic or per-group rules may do everything.  Other users are added by editing the
