@@ -16,7 +16,8 @@ largest read and write queue counts another group has for it (at most the writer
 this group.  A group that already holds topics copies nothing, so a topic created on chosen
 groups only (`updateTopic -b`) stays there when those groups restart.  Bounded by
 `topics_max` (the table refuses past it) and one request per topic, each within
-`register_timeout_ms`.
+`register_timeout_ms`.  The requests go on the registrar's link to that name server, so
+over TLS when `remoting.namesrv_tls_enabled` (namesrv_link.py).
 """
 
 from __future__ import annotations
