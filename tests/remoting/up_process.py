@@ -23,15 +23,18 @@ init container (`mqstore preallocate`); `mqstore up` does not yet."""
 
 @contextlib.contextmanager
 def mqstore_up(tmp_path: Path, *, ready_timeout_s: float = 120.0,
-               settings: dict[str, str] | None = None) -> Iterator[dict[str, int]]:
+               settings: dict[str, str] | None = None,
+               config: Path | None = None) -> Iterator[dict[str, int]]:
     """Yield the ports of a running `mqstore up`; stop it with SIGINT after.  `settings` are
-    extra `MQSTORE_SECTION__KEY` variables for its services (e.g. the users file)."""
+    extra `MQSTORE_SECTION__KEY` variables for its services (e.g. the users file); `config`
+    is its `--config` file (e.g. a `tls` section)."""
     ports = free_ports(("writer", "indexer", "notifier", "remoting",
                                               "forward"))
     log_path = tmp_path / "up.log"
     command = [*MQSTORE, "up", "--data", str(tmp_path / "data"),
                *(item for name, port in ports.items()
-                 for item in (f"--{name}-port", str(port)))]
+                 for item in (f"--{name}-port", str(port))),
+               *(["--config", str(config)] if config is not None else [])]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL,

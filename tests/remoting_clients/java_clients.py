@@ -85,9 +85,12 @@ class JavaClients:
         return [self.java, *jvm_options, "-cp", self.classpath, MAIN_CLASS, scenario,
                 "--namesrv", namesrv, "--topic", topic, *option_args(options)]
 
-    def run(self, scenario: str, *, namesrv: str, topic: str, **options: object) -> dict[str, Any]:
-        """Runs one scenario to its end; returns its result line (with `ok`)."""
-        argv = self.argv(scenario, namesrv=namesrv, topic=topic, options=options)
+    def run(self, scenario: str, *, namesrv: str, topic: str,
+            jvm_options: tuple[str, ...] = JVM_OPTIONS, **options: object) -> dict[str, Any]:
+        """Runs one scenario to its end; returns its result line (with `ok`).  `jvm_options`
+        replace JVM_OPTIONS (e.g. `(*JVM_OPTIONS, "-Dtls.enable=true")`)."""
+        argv = self.argv(scenario, namesrv=namesrv, topic=topic, options=options,
+                         jvm_options=jvm_options)
         return self._result(scenario, argv)
 
     def check_selftest(self) -> dict[str, Any]:
