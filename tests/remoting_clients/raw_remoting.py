@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -60,11 +61,20 @@ def _read_exactly(connection: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
+def _connect(host: str, port: int, ssl_context: ssl.SSLContext | None) -> socket.socket:
+    connection = socket.create_connection((host, port), timeout=TIMEOUT_S)
+    if ssl_context is None:
+        return connection
+    return ssl_context.wrap_socket(connection, server_hostname=host)
+
+
 def request(address: str, code: int, *, opaque: int = 1,
-            ext_fields: dict[str, str] | None = None) -> Response:
-    """Sends one request to `address` ("host:port") and returns its response."""
+            ext_fields: dict[str, str] | None = None,
+            ssl_context: ssl.SSLContext | None = None) -> Response:
+    """Sends one request to `address` ("host:port") and returns its response (over TLS
+    with `ssl_context`)."""
     host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as connection:
+    with _connect(host, int(port), ssl_context) as connection:
         connection.sendall(encode_request(code, opaque, ext_fields))
         length, mark = struct.unpack(">II", _read_exactly(connection, 8))
         if not 4 <= length <= FRAME_BYTES_MAX or mark >> 24 != JSON_SERIALIZATION:
@@ -75,12 +85,12 @@ def request(address: str, code: int, *, opaque: int = 1,
         return Response(header=header, body=rest[header_length:])
 
 
-def broker_addresses(namesrv: str) -> list[str]:
+def broker_addresses(namesrv: str, *, ssl_context: ssl.SSLContext | None = None) -> list[str]:
     """Every broker address the name server's cluster info names (GET_BROKER_CLUSTER_INFO).
 
     The body is fastjson, whose maps may have bare integer keys (`{0:"127.0.0.1:10911"}`),
     so it is searched for addresses rather than parsed."""
-    response = request(namesrv, GET_BROKER_CLUSTER_INFO)
+    response = request(namesrv, GET_BROKER_CLUSTER_INFO, ssl_context=ssl_context)
     text = response.body.decode("utf-8", errors="replace")
     return sorted(set(re.findall(r'"(\d{1,3}(?:\.\d{1,3}){3}:\d+)"', text)))
 
@@ -96,7 +106,7 @@ def route_of(namesrv: str, topic: str) -> dict[str, Any] | None:
     return route
 
 
-def has_route(namesrv: str, topic: str) -> bool:
+def has_route(namesrv: str, topic: str, *, ssl_context: ssl.SSLContext | None = None) -> bool:
     """Whether the name server answers GET_ROUTEINFO_BY_TOPIC for `topic` with SUCCESS."""
-    return request(namesrv, GET_ROUTEINFO_BY_TOPIC,
-                   ext_fields={"topic": topic}).header.get("code") == SUCCESS
+    return request(namesrv, GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic},
+                   ssl_context=ssl_context).header.get("code") == SUCCESS

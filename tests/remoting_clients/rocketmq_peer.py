@@ -27,6 +27,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -61,6 +62,21 @@ NAMESRV_HEAP = "-Xmx256m"
 BROKER_HEAP = "-Xmx512m"
 BROKER_NAME = "broker-a"
 CLUSTER_NAME = "DefaultCluster"
+
+
+TLS_JVM_OPTIONS = ("-Dtls.server.mode=enforcing",)
+"""`RocketMqPeer.start(tls=True)`: both JVMs serve only TLS (`tls.server.mode=enforcing`),
+with the certificate RocketMQ makes itself (`tls.test.mode.enable`, true by default); the
+broker's own client (its registrations) uses TLS because the mode is enforcing (its
+`NettyClientConfig.useTLS` defaults to that)."""
+
+
+def unverified_tls() -> ssl.SSLContext:
+    """A TLS client that checks no certificate (the peer's is made at its start)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "TERM")
@@ -145,6 +161,7 @@ class RocketMqPeer:
     broker: str
     work_dir: Path
     processes: list[_Process] = field(default_factory=list)
+    tls: bool = False
 
     @property
     def pids(self) -> list[int]:
@@ -155,11 +172,12 @@ class RocketMqPeer:
     def start(cls, *, flush: str = "async", version: str = ROCKETMQ_PEER_VERSION,
               work_dir: Path | None = None,
               broker_settings: dict[str, object] | None = None,
-              namesrv: str | None = None) -> Iterator[RocketMqPeer]:
+              namesrv: str | None = None, tls: bool = False) -> Iterator[RocketMqPeer]:
         """`broker_settings`: broker properties beside `broker_properties`' (a test's own,
         `brokerName` for a second group).  `namesrv`: a name server already running
         ("127.0.0.1:PORT", e.g. `mqstore namesrv`) the broker registers with instead: no
-        RocketMQ name server starts, and the peer is up once this broker is in its routes."""
+        RocketMQ name server starts, and the peer is up once this broker is in its routes.
+        `tls`: both serve only TLS and the broker registers over it (TLS_JVM_OPTIONS)."""
         if flush not in FLUSH_DISK_TYPES:
             raise ValueError(f"flush must be one of {sorted(FLUSH_DISK_TYPES)}, got {flush!r}")
         jars = build(PEER_PROJECT, version, required_jar=f"rocketmq-broker-{version}.jar")
@@ -169,7 +187,7 @@ class RocketMqPeer:
         namesrv_port = free_port() if namesrv is None else 0
         broker_port = free_port(neighbours=(-2, 1))
         peer = cls(namesrv=namesrv or f"127.0.0.1:{namesrv_port}",
-                   broker=f"127.0.0.1:{broker_port}", work_dir=directory)
+                   broker=f"127.0.0.1:{broker_port}", work_dir=directory, tls=tls)
         try:
             _write_properties(directory / "namesrv.conf",
                               {"listenPort": namesrv_port, "bindAddress": "127.0.0.1"})
@@ -192,7 +210,8 @@ class RocketMqPeer:
                 port: int) -> None:
         log_path = self.work_dir / f"{name}.out"
         # user.home and rocketmq.home.dir: RocketMQ's logs, kv config and defaults go there.
-        argv = [*DIE_WITH_PARENT, java, *JVM_OPTIONS, heap, f"-Duser.home={self.work_dir}",
+        argv = [*DIE_WITH_PARENT, java, *JVM_OPTIONS, *(TLS_JVM_OPTIONS if self.tls else ()),
+                heap, f"-Duser.home={self.work_dir}",
                 f"-Drocketmq.home.dir={self.work_dir}", "-cp", classpath, main_class,
                 "-c", str(self.work_dir / f"{name}.conf")]
         with open(log_path, "wb") as log:
@@ -221,8 +240,9 @@ class RocketMqPeer:
         The broker prints "boot success" before its first registration reaches the name
         server; on a loaded machine a client started in that gap gets "No route info"."""
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not (has_route(self.namesrv, AUTO_CREATE_TEMPLATE_TOPIC)
-                   and self.broker in broker_addresses(self.namesrv)):
+        context = unverified_tls() if self.tls else None
+        while not (has_route(self.namesrv, AUTO_CREATE_TEMPLATE_TOPIC, ssl_context=context)
+                   and self.broker in broker_addresses(self.namesrv, ssl_context=context)):
             if time.monotonic() > deadline:
                 raise PeerError(f"the broker did not register with the name server in "
                                 f"{START_TIMEOUT_S}s:\n{self.processes[-1].log_tail()}")

@@ -5,11 +5,12 @@ given only the address of `mqstore namesrv --tls-cert-file C --tls-key-file K`, 
 consumes every message once through an `mqstore up` broker serving the same certificate
 (a `tls` section) and registered with that name server over TLS
 (`remoting.namesrv_tls_enabled`). The same client without TLS gets no route and sends
-nothing: the name server refuses its plaintext bytes.
+nothing: the name server closes its plaintext connection.
 
-Against mqstore only: a RocketMQ 5.5.0 peer with TLS on needs its own TLS configuration (the
-name server's and the broker's `tls.server.*` properties and a broker `tlsEnable` for their
-registrations), which rocketmq_peer.py does not set up.
+The same tests run against Apache RocketMQ 5.5.0 (`RocketMqPeer.start(tls=True)`: name
+server and broker with `tls.server.mode=enforcing` and RocketMQ's own test certificate,
+the broker registering over TLS), which shows the client and the expectations right: the
+refusal a plaintext client sees there is the one it sees from mqstore.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import yaml
 from tests.processes import MQSTORE
 from tests.remoting.up_process import mqstore_up
 from tests.remoting_clients.java_clients import CLIENT_5, JVM_OPTIONS, JavaClients
-from tests.remoting_clients.rocketmq_peer import free_port
+from tests.remoting_clients.rocketmq_peer import RocketMqPeer, free_port
 from tests.services.tls_certificates import self_signed
 
 pytestmark = pytest.mark.remoting_clients
@@ -38,11 +39,13 @@ BROKER_NAME = "broker-tls"
 CLUSTER_NAME = "TlsCluster"
 TLS_ON = (*JVM_OPTIONS, "-Dtls.enable=true")
 TLS_OFF = (*JVM_OPTIONS, "-Dtls.enable=false")
+TARGETS = ("rocketmq", "mqstore")
+"""As conftest.py's: the reference first, so a failure against mqstore alone is mqstore's."""
 
 
 @pytest.fixture(scope="module")
-def tls_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A TLS name server and a TLS broker registered with it: the name server's address."""
+def mqstore_tls_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A TLS `mqstore namesrv` and a TLS `mqstore up` registered with it: the name server."""
     root = tmp_path_factory.mktemp("tls-clients")
     certificate = self_signed(root / "tls")
     port = free_port()
@@ -71,6 +74,20 @@ def tls_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         namesrv.terminate()
         namesrv.wait(timeout=START_TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def rocketmq_tls_namesrv() -> Iterator[str]:
+    """Apache RocketMQ 5.5.0's name server and broker serving only TLS: the name server."""
+    with RocketMqPeer.start(tls=True) as peer:
+        yield peer.namesrv
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def tls_namesrv(request: pytest.FixtureRequest) -> str:
+    """The TLS name server of each target, a TLS broker registered with it."""
+    address: str = request.getfixturevalue(f"{request.param}_tls_namesrv")
+    return address
 
 
 @pytest.fixture(scope="module")
