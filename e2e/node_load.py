@@ -3,7 +3,6 @@ pod (e2e/node_outside.py), given only the name server's NodePort."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from tests.remoting_clients.java_clients import JavaClients
@@ -22,5 +21,5 @@ def start_outside(node: Node, clients: JavaClients, *, namesrv: str, topic: str,
                   keys: tuple[str, str], work_dir: Path) -> LoadRun:
     return LoadRun.start(clients, namesrv=namesrv, topic=topic, work_dir=work_dir,
                          rate_per_s=LOAD_RATE_PER_S, threads=LOAD_THREADS, keys=keys,
-                         wrap=functools.partial(outside_argv, node),
+                         wrap=lambda argv: outside_argv(node, *argv),
                          env={**OUTSIDE_ENV, "HOME": str(work_dir)})

@@ -40,6 +40,7 @@ from .network_policy import (
     build_notifier_network_policy,
 )
 from .pod_secrets import RANDOM_BYTES, build_generated_secret, secret_problem, secrets_in_use
+from .rolls import partition, roll_target
 from .settings import OperatorSettings
 from .spec import BrokerSpec, SpecError, check_store_settings, parse_spec, store_settings
 from .statefulset import (
@@ -210,15 +211,15 @@ def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
 
 
 def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str, Any] | None,
-             *, image: str, replicas: int,
-             operator_namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
+             *, image: str, replicas: int, operator_namespace: str | None = None,
+             partition: int | None = None) -> tuple[list[dict[str, Any]], str]:
     """One group's manifests to apply (`broker` is the group's view, operator/groups.py),
     in order (the ConfigMap before the pods that mount it; each pod's external Service
     once the StatefulSet names it), and the config hash."""
     config_map = build_config_map(broker, spec)
     config_hash = config_map["metadata"]["annotations"][names.CONFIG_HASH_ANNOTATION]
     statefulset = build_statefulset(broker, spec, image=image, replicas=replicas,
-                                    config_hash=config_hash)
+                                    config_hash=config_hash, partition=partition)
     manifests = [config_map, build_headless_service(broker), build_client_service(broker),
                  build_disruption_budget(broker)]
     if spec.network.policies:  # before the pods, so that none starts unprotected
@@ -255,6 +256,7 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
     applied = Applied(statefulsets=list(live_sets[:spec.groups]), config_hash="")
     applied.problems += await ensure_secrets(api, broker, spec)
     in_cluster = clustered(spec)
+    target = roll_target(live_sets[:spec.groups]) if in_cluster else None
     external: list[str] = []
     if in_cluster:
         for manifest in namesrv_children(broker, spec, image=image):
@@ -270,9 +272,11 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
                 f"spec.replicas={spec.replicas} is below the {live} pods running; removing "
                 f"pods drops the followers' copies, so it needs the annotation "
                 f"{names.ALLOW_SCALE_DOWN_ANNOTATION}: \"true\" (their volumes are kept)")
-        manifests, config_hash = children(view, spec, live_sets[index], image=image,
-                                          replicas=replicas,
-                                          operator_namespace=operator_namespace)
+        manifests, config_hash = children(
+            view, spec, live_sets[index], image=image, replicas=replicas,
+            operator_namespace=operator_namespace,
+            partition=None if target is None else partition(index, target=target,
+                                                            replicas=replicas))
         applied.config_hash = applied.config_hash or config_hash
         for manifest in manifests:
             answer = await _apply(api, manifest, applied.problems)

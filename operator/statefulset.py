@@ -28,9 +28,16 @@ def claim_template(broker_name: str, spec: BrokerSpec) -> dict[str, Any]:
 
 
 def build_statefulset(broker: Mapping[str, Any], spec: BrokerSpec, *, image: str,
-                      replicas: int, config_hash: str) -> dict[str, Any]:
-    """`replicas` is decided by the caller (a refused scale-down keeps the live count)."""
+                      replicas: int, config_hash: str,
+                      partition: int | None = None) -> dict[str, Any]:
+    """`replicas` is decided by the caller (a refused scale-down keeps the live count), and
+    so is `partition` (a cluster's groups roll one at a time, operator/rolls.py; None: no
+    partition, as for one group)."""
     assert replicas >= 1
+    assert partition is None or 0 <= partition <= replicas
+    update_strategy: dict[str, Any] = {"type": "RollingUpdate"}
+    if partition is not None:
+        update_strategy["rollingUpdate"] = {"partition": partition}
     name = broker["metadata"]["name"]
     selector = names.selector_labels(name)
     pod_labels = {**names.child_labels(broker), **selector}
@@ -44,7 +51,7 @@ def build_statefulset(broker: Mapping[str, Any], spec: BrokerSpec, *, image: str
             "selector": {"matchLabels": selector},
             # The master first: a follower starts only once pod 0 is ready.
             "podManagementPolicy": "OrderedReady",
-            "updateStrategy": {"type": "RollingUpdate"},
+            "updateStrategy": update_strategy,
             "persistentVolumeClaimRetentionPolicy": {
                 "whenDeleted": "Delete" if spec.storage.delete_claim else "Retain",
                 "whenScaled": "Retain"},
