@@ -92,7 +92,12 @@ def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
 
 
 def install_admin(kube: Kube, namespace: str, keys: tuple[str, str]) -> None:
-    """Unpack the bundle into the client pod and write the admin account's tools.yml."""
+    """Unpack the bundle into the client pod and write the admin account's tools.yml, once
+    per pod (the runtime's files are read only: a second unpack could not overwrite them)."""
+    java = f"{ADMIN_HOME}/jre/bin/java"
+    if exec_in_client(kube, namespace, "python", "-c",
+                      f"import os; print(os.path.exists({java!r}))").strip() == "True":
+        return
     access_key, secret_key = keys
     script = ("import sys, tarfile, os\n"
               f"tarfile.open(fileobj=sys.stdin.buffer, mode='r|gz').extractall({ADMIN_HOME!r})\n"

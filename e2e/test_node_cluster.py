@@ -303,6 +303,12 @@ def test_a_group_removed_is_drained_first_and_keeps_its_claims(
     backlog = _produce_consume(kube, cluster, client_namespaces, DRAIN_TOPIC,
                                "-mode", "produce", "-first", str(MESSAGES))
     assert backlog["ok"] and backlog["sentByBroker"].get(f"{BROKER}-g2", 0) > 0, backlog
+    install_admin(kube, client_namespace, cluster["keys"])  # idempotent
+    before = mqadmin_in_pod(kube, client_namespace, "consumerProgress",
+                            f"{BROKER}-namesrv.{broker_namespace}.svc:9876",
+                            "-g", f"go-{DRAIN_TOPIC}", "-t", DRAIN_TOPIC)
+    print(f"\ne2e cluster: before the drain, consumerProgress {before.table()}")
+    assert before.field("Consume Diff Total") == str(MESSAGES), before.output
     manifest = cluster_manifest(broker_namespace, client_namespace,
                                 name_servers=NAME_SERVERS_SCALED)
     kube.apply(manifest)  # groups back to GROUPS (2)
