@@ -5,8 +5,9 @@ group at a time, over the passes of the reconcile loop (every resync, 30 s by de
 
 1. PUT /v1/broker/permission {"permission": 4} on the group's master notifier: its routes
    say read only, producers send to the other groups.
-2. Every pass, the lag of every consumer group of GET /v1/groups on every topic it
-   committed on (services/admin/lag.py), summed.  While it is above 0: condition
+2. Every pass, the lag on this group of every consumer group of GET /v1/groups, on this
+   group's notifier and every other group's, on every topic it committed on
+   (services/admin/lag.py), summed.  While it is above 0: condition
    Progressing `Draining` and `status.draining` {group, lag, since}; nothing is deleted.
 3. At lag 0, or at once with the annotation `mqstore.io/force-scale-in: "true"`: the
    group's StatefulSet, ConfigMap, Services, PDB, NetworkPolicy (and extra notifiers) are
@@ -27,7 +28,7 @@ of that index is added again (it takes the same claims back).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from . import names
@@ -49,9 +50,9 @@ class NotifierClient(Protocol):
     async def set_permission(self, url: str, *, permission: int) -> None:
         """Raises NotifierUnreachable."""
 
-    async def lag(self, url: str) -> int:
-        """Every consumer group's lag on the notifier at `url`, summed.  Raises
-        NotifierUnreachable."""
+    async def lag(self, url: str, *, peers: Sequence[str] = ()) -> int:
+        """Every consumer group's lag on the notifier at `url`, summed: the groups of `url`
+        and of the other groups' notifiers `peers`.  Raises NotifierUnreachable."""
 
 
 OpenClient = Callable[[Mapping[str, Any], BrokerSpec], Awaitable[NotifierClient]]
@@ -154,7 +155,9 @@ async def drain_groups(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec
         url = notifier_url(group, namespace, scheme=scheme)
         if step.action == "undrain":
             return await _undrain(client, url, group, old=old, live_groups=live_groups)
-        lag, problem = await _measure(client, url)
+        peers = [notifier_url(names.group_name(name, index), namespace, scheme=scheme)
+                 for index in range(step.group_index)]
+        lag, problem = await _measure(client, url, peers)
         if not may_delete(lag=lag, forced=forced):
             return Drained(live_groups=live_groups, message=drain_message(
                 group, lag=lag, problem=problem), draining=draining_status(
@@ -181,16 +184,17 @@ class _Lazy:
     async def set_permission(self, url: str, *, permission: int) -> None:
         await (await self._opened()).set_permission(url, permission=permission)
 
-    async def lag(self, url: str) -> int:
-        return await (await self._opened()).lag(url)
+    async def lag(self, url: str, *, peers: Sequence[str] = ()) -> int:
+        return await (await self._opened()).lag(url, peers=peers)
 
 
-async def _measure(client: NotifierClient, url: str) -> tuple[int | None, str]:
+async def _measure(client: NotifierClient, url: str,
+                   peers: Sequence[str]) -> tuple[int | None, str]:
     """Read only first (again every pass: a restarted notifier keeps it in its file), then
     the lag; (None, why) when the notifier cannot be reached."""
     try:
         await client.set_permission(url, permission=PERMISSION_READ_ONLY)
-        return await client.lag(url), ""
+        return await client.lag(url, peers=peers), ""
     except NotifierUnreachable as error:
         return None, str(error)
 

@@ -2,12 +2,16 @@
 consumers' lag, signed with the Broker's admin account and verified with its CA.
 
     PUT /v1/broker/permission              {"permission": 4 | 6}
-    GET /v1/groups                         every consumer group and the topics it committed on
+    GET /v1/groups                         every consumer group and the topics it committed on,
+                                           from this group's notifier and every other group's
     GET /v1/groups/{group}/offsets?topic=  per group and topic
     GET /v1/topics/{topic}/queues          once per topic
 
 The lag is `mqstore admin groups describe`'s (services/admin/lag.py), summed over every group
-and topic.  Every call is bounded by the operator's `notifier_request_timeout_s` (5 s), so an
+and topic.  The consumer groups are those of every group's notifier, not only the drained
+one's: a consumer group whose commits never reached the drained group (a client that
+stopped before its offsets were sent) has read nothing there, and counts its queues whole.
+Every call is bounded by the operator's `notifier_request_timeout_s` (5 s), so an
 unreachable notifier delays a pass by that much at most per call, and the first failure ends
 the measure: the pass reports it and the next one tries again."""
 
@@ -17,7 +21,7 @@ import base64
 import binascii
 import json
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -45,16 +49,25 @@ class HttpNotifierClient:
     async def set_permission(self, url: str, *, permission: int) -> None:
         await self._call("PUT", f"{url}/v1/broker/permission", {"permission": permission})
 
-    async def lag(self, url: str) -> int:
+    async def lag(self, url: str, *, peers: Sequence[str] = ()) -> int:
+        """The consumer groups of every notifier (`url` and the other groups' `peers`),
+        each on every topic it committed on anywhere, measured on `url`: a group that reads
+        a topic elsewhere but never committed here counts this group's queues whole."""
+        wanted: dict[str, set[str]] = {}
+        for source in (url, *peers):
+            for row in (await self._call("GET", f"{source}/v1/groups"))["groups"]:
+                wanted.setdefault(row["group"], set()).update(row["topics"])
         total = 0
         queues: dict[str, list[dict[str, int]]] = {}
-        for row in (await self._call("GET", f"{url}/v1/groups"))["groups"]:
-            for topic in row["topics"]:
+        for group, topics in sorted(wanted.items()):
+            for topic in sorted(topics):
                 if topic not in queues:
                     queues[topic] = (await self._call(
                         "GET", f"{url}/v1/topics/{quote(topic, safe='')}/queues"))["queues"]
+                if not queues[topic]:
+                    continue  # not a topic of this group
                 offsets = (await self._call(
-                    "GET", f"{url}/v1/groups/{quote(row['group'], safe='')}/offsets?"
+                    "GET", f"{url}/v1/groups/{quote(group, safe='')}/offsets?"
                            f"{urlencode({'topic': topic})}"))["offsets"]
                 total += topic_lag(queues[topic], {int(queue_id): offset
                                                    for queue_id, offset in offsets.items()})

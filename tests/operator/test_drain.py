@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mqstore.operator import names
@@ -42,6 +42,8 @@ class FakeNotifiers:
         self.lags: dict[str, int] = {}
         self.unreachable: set[str] = set()
         self.calls: list[tuple[str, str]] = []
+        self.peers: dict[str, list[str]] = {}
+        """The other groups each lag measure asked, by the group measured."""
 
     def _group(self, url: str) -> str:
         group = url.split("://")[1].split(".", maxsplit=1)[0].removesuffix("-0")
@@ -54,8 +56,9 @@ class FakeNotifiers:
         self.calls.append((group, f"permission {permission}"))
         self.permissions[group] = permission
 
-    async def lag(self, url: str) -> int:
+    async def lag(self, url: str, *, peers: Sequence[str] = ()) -> int:
         group = self._group(url)
+        self.peers[group] = [self._group(peer) for peer in peers]
         self.calls.append((group, "lag"))
         return self.lags.get(group, 0)
 
@@ -141,6 +144,7 @@ def test_the_highest_group_goes_first_one_at_a_time() -> None:
     body["spec"] = {**CLUSTER, "groups": 1}
     run(api, notifiers, body)
     assert notifiers.calls == [("demo-g2", "permission 4"), ("demo-g2", "lag")]
+    assert notifiers.peers == {"demo-g2": ["demo", "demo-g1"]}, "every group's consumers"
     assert sts("demo-g1") in api.objects, "g1 waits while g2 drains"
     notifiers.lags["demo-g2"] = 0
     outcome = run(api, notifiers, body)
@@ -148,6 +152,7 @@ def test_the_highest_group_goes_first_one_at_a_time() -> None:
     assert [group for group, _ in notifiers.calls[2:]] == ["demo-g2", "demo-g2", "demo-g1",
                                                            "demo-g1"]
     assert [g["name"] for g in outcome.status["groups"]] == ["demo"]
+    assert notifiers.peers["demo-g1"] == ["demo"]
 
 
 def test_force_deletes_without_waiting_and_keeps_the_claims() -> None:

@@ -63,3 +63,29 @@ def test_a_notifier_that_does_not_answer_is_unreachable() -> None:
         asyncio.run(client.lag(f"http://127.0.0.1:{port}"))
     with pytest.raises(NotifierUnreachable):
         asyncio.run(client.set_permission(f"http://127.0.0.1:{port}", permission=4))
+
+
+def test_a_consumer_group_of_another_group_counts_where_it_never_committed(
+        tmp_path: Path) -> None:
+    """'elsewhere' committed on Orders only on a peer group's notifier (its commits to the
+    drained group never arrived): on the drained group it has read nothing, so its lag is
+    every message there; 'done' is caught up here and adds nothing."""
+    drained = _store(tmp_path / "drained")
+    peer = _store(tmp_path / "peer")
+    client = HttpNotifierClient(signer=None, ssl_context=None, timeout_s=5.0)
+
+    async def scenario() -> tuple[int, int]:
+        async with notifier_app(drained, settings()) as (here, _, _), \
+                notifier_app(peer, settings()) as (there, _, _):
+            await here.post("/v1/groups/done/offsets",
+                            json={"topic": "Orders", "offsets": {"0": 5, "1": 3}})
+            await there.post("/v1/groups/elsewhere/offsets",
+                             json={"topic": "Orders", "offsets": {"0": 5, "1": 3}})
+            url = str(here.make_url("")).rstrip("/")
+            alone = await client.lag(url)
+            with_peer = await client.lag(url, peers=[str(there.make_url("")).rstrip("/")])
+            return alone, with_peer
+
+    alone, with_peer = asyncio.run(scenario())
+    assert alone == 0, "the drained group's own notifier knows only 'done'"
+    assert with_peer == 5 + 3

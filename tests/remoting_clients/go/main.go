@@ -55,6 +55,9 @@ type options struct {
 	level             int
 	clampLevel        int
 	waitMs            int
+	// How long the push consumer keeps running once every message came: a duplicate would
+	// arrive in it, and the client sends its offsets every 5 s (and, one way, at shutdown).
+	tailMs int
 }
 
 func (o options) credentials() primitive.Credentials {
@@ -88,6 +91,7 @@ func parseOptions() options {
 	flag.IntVar(&o.level, "level", 2, "delay: the delay level of the delayed messages")
 	flag.IntVar(&o.clampLevel, "clamp-level", 99, "delay: the level of one more message (above the table's last)")
 	flag.IntVar(&o.waitMs, "wait-ms", 5000, "delay: how long after the last send to wait for the delayed messages")
+	flag.IntVar(&o.tailMs, "tail-ms", 1000, "how long the consumer runs on once every message came (above 5000: its offsets are surely sent)")
 	flag.Parse()
 	if o.namesrv == "" || o.topic == "" {
 		fmt.Fprintln(os.Stderr, "-namesrv and -topic are required")
@@ -279,7 +283,7 @@ func consume(o options, c *checker) error {
 	for !c.complete() && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // a duplicate would arrive in this tail
+	time.Sleep(time.Duration(o.tailMs) * time.Millisecond) // a duplicate would arrive in this tail
 	return nil
 }
 
