@@ -156,6 +156,9 @@ def test_a_flush_change_rolls_the_pods_and_loses_no_acknowledged_message(flow: F
         flow.broker(), "Progressing") or {}).get("reason") == "RollingUpdate")
     flow.wait_rolled(before)
     flow.wait_ready()
+    # Ready can be True before the operator's next pass has seen the roll end.
+    wait_for("the Broker to report the roll done", lambda: (condition(
+        flow.broker(), "Progressing") or {}).get("status") == "False")
     acked = producing.acks_so_far()
     wait_for("acknowledgements after the roll", lambda: producing.acks_so_far() >= acked + 20,
              timeout_s=ACKS_DURING_S)
