@@ -116,4 +116,17 @@ class JavaClients:
         return results[0]
 
 
-__all__ = ["CLIENT_VERSIONS", "BuildError", "JavaClients", "ScenarioError"]
+def assert_every_message_once(result: dict[str, Any], *, count: int) -> None:
+    """A produce or push scenario's verdict: `count` sent, expected and received, none
+    missing, none twice, none different."""
+    assert result["sent"] == count, result
+    assert result["expected"] == count, result
+    assert result["received"] == count, result
+    assert result["missingCount"] == 0, result
+    assert result["duplicates"] == 0, result
+    assert result["mismatches"] == [], result
+    assert result["ok"] is True, result
+
+
+__all__ = ["CLIENT_VERSIONS", "BuildError", "JavaClients", "ScenarioError",
+           "assert_every_message_once"]

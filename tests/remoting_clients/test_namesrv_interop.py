@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.processes import MQSTORE
-from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
+from tests.remoting_clients.java_clients import CLIENT_5, JavaClients, assert_every_message_once
 from tests.remoting_clients.mqadmin import MqAdmin
 from tests.remoting_clients.raw_remoting import route_of
 from tests.remoting_clients.rocketmq_peer import BROKER_NAME, RocketMqPeer, free_port
@@ -98,16 +98,6 @@ def wait_for_groups(namesrv: str, topic: str, names: list[str]) -> dict[str, Any
         time.sleep(0.2)
 
 
-def assert_every_message_once(result: dict[str, Any]) -> None:
-    assert result["sent"] == COUNT, result
-    assert result["expected"] == COUNT, result
-    assert result["received"] == COUNT, result
-    assert result["missingCount"] == 0, result
-    assert result["duplicates"] == 0, result
-    assert result["mismatches"] == [], result
-    assert result["ok"] is True, result
-
-
 def test_one_group_serves_a_client_routed_by_mqstore_namesrv(
         name_server: str, broker_a: RocketMqPeer, java_clients: JavaClients) -> None:
     """The topic does not exist: the producer is routed by TBW102 (which the broker
@@ -115,7 +105,7 @@ def test_one_group_serves_a_client_routed_by_mqstore_namesrv(
     topic = f"ns-one-{uuid.uuid4().hex[:10]}"
     result = java_clients.run("produce", namesrv=name_server, topic=topic, mode="sync",
                               count=COUNT)
-    assert_every_message_once(result)
+    assert_every_message_once(result, count=COUNT)
     route = wait_for_groups(name_server, topic, [BROKER_NAME])
     assert route["brokerDatas"][0]["brokerAddrs"] == {"0": broker_a.broker}
 
@@ -141,7 +131,7 @@ def test_two_groups_of_one_cluster(name_server: str, broker_a: RocketMqPeer,
         assert not listed.failed and topic in listed.output.split(), listed.output
         result = java_clients.run("produce", namesrv=name_server, topic=topic, mode="sync",
                                   count=COUNT, report_sent=True)
-        assert_every_message_once(result)
+        assert_every_message_once(result, count=COUNT)
         # the producer spread the sends over both groups: each stored some (offsetMsgId =
         # the storing broker's IPv4 and port, 8 hex digits each, then the commit log offset)
         stored_by = {f"127.0.0.1:{int(sent['offsetMsgId'][8:16], 16)}"

@@ -26,7 +26,12 @@ import yaml
 
 from tests.processes import MQSTORE
 from tests.remoting.up_process import mqstore_up
-from tests.remoting_clients.java_clients import CLIENT_5, JVM_OPTIONS, JavaClients
+from tests.remoting_clients.java_clients import (
+    CLIENT_5,
+    JVM_OPTIONS,
+    JavaClients,
+    assert_every_message_once,
+)
 from tests.remoting_clients.rocketmq_peer import RocketMqPeer, free_port
 from tests.services.tls_certificates import self_signed
 
@@ -111,26 +116,16 @@ def wait_for_route(clients: JavaClients, namesrv: str) -> dict[str, Any]:
         time.sleep(1.0)
 
 
-def assert_every_message_once(result: dict[str, Any]) -> None:
-    assert result["sent"] == COUNT, result
-    assert result["expected"] == COUNT, result
-    assert result["received"] == COUNT, result
-    assert result["missingCount"] == 0, result
-    assert result["duplicates"] == 0, result
-    assert result["mismatches"] == [], result
-    assert result["ok"] is True, result
-
-
 def test_a_tls_client_produces_and_consumes_through_the_tls_name_server(
         tls_namesrv: str, java_clients: JavaClients) -> None:
     """The route comes from the TLS name server, the sends and pulls go to the TLS broker."""
     wait_for_route(java_clients, tls_namesrv)
     result = java_clients.run("produce", namesrv=tls_namesrv, topic=new_topic(), mode="sync",
                               count=COUNT, jvm_options=TLS_ON)
-    assert_every_message_once(result)
+    assert_every_message_once(result, count=COUNT)
     result = java_clients.run("push-concurrently", namesrv=tls_namesrv, topic=new_topic(),
                               count=COUNT, jvm_options=TLS_ON)
-    assert_every_message_once(result)
+    assert_every_message_once(result, count=COUNT)
 
 
 def test_the_same_client_without_tls_is_refused(tls_namesrv: str,
