@@ -28,10 +28,11 @@ of that index is added again (it takes the same claims back).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from . import names
+from .group_client import GroupClient, GroupUnreachable, notifier_url
 from .kube import KubeApi, object_path
 from .network import notifier_object_names
 from .spec import GROUPS_MAX, BrokerSpec
@@ -42,22 +43,6 @@ PERMISSION_READ_WRITE = 6
 """RocketMQ's broker permissions (PermName): 4 read, 2 write, 6 both."""
 
 
-class NotifierUnreachable(Exception):
-    """A call to a group's notifier failed (refused, timed out, answered an error)."""
-
-
-class NotifierClient(Protocol):
-    async def set_permission(self, url: str, *, permission: int) -> None:
-        """Raises NotifierUnreachable."""
-
-    async def lag(self, url: str, *, peers: Sequence[str] = ()) -> int:
-        """Every consumer group's lag on the notifier at `url`, summed: the groups of `url`
-        and of the other groups' notifiers `peers`.  Raises NotifierUnreachable."""
-
-
-OpenClient = Callable[[Mapping[str, Any], BrokerSpec], Awaitable[NotifierClient]]
-"""Makes the client for one Broker (its credentials, its CA): called only when a group is
-being drained or un-drained."""
 
 Action = Literal["none", "drain", "undrain"]
 
@@ -82,12 +67,6 @@ def next_step(*, live_groups: int, wanted_groups: int, draining_index: int | Non
 def may_delete(*, lag: int | None, forced: bool) -> bool:
     """Only a lag of 0 (None: not measured) lets a group go, unless forced."""
     return forced or lag == 0
-
-
-def notifier_url(group: str, namespace: str, *, scheme: str) -> str:
-    """The group's master notifier (pod 0) through the headless Service."""
-    return (f"{scheme}://{group}-0.{names.headless_service_name(group)}.{namespace}.svc:"
-            f"{names.NOTIFIER_PORT}")
 
 
 def group_objects(group: str) -> list[tuple[str, str, str]]:
@@ -137,7 +116,7 @@ class Drained:
 
 
 async def drain_groups(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec, *,
-                       live_groups: int, open_client: OpenClient, scheme: str,
+                       live_groups: int, client: GroupClient, scheme: str,
                        now: str) -> Drained:
     """One pass of the drain (the table above), highest group first; a group deleted with
     lag 0 lets the next one start in the same pass."""
@@ -145,7 +124,6 @@ async def drain_groups(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec
     namespace, name = metadata["namespace"], metadata["name"]
     old = (broker.get("status") or {}).get("draining")
     forced = names.annotation_true(metadata, FORCE_SCALE_IN_ANNOTATION)
-    client = _Lazy(lambda: open_client(broker, spec))
     for _ in range(GROUPS_MAX):
         step = next_step(live_groups=live_groups, wanted_groups=spec.groups,
                          draining_index=draining_index(name, old))
@@ -168,43 +146,23 @@ async def drain_groups(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec
     raise AssertionError("at most GROUPS_MAX groups are drained in one pass")
 
 
-class _Lazy:
-    """Opens the client (reads the Secrets) at its first call; a failure to open is the
-    notifier's being unreachable."""
-
-    def __init__(self, opener: Callable[[], Awaitable[NotifierClient]]) -> None:
-        self._opener = opener
-        self._client: NotifierClient | None = None
-
-    async def _opened(self) -> NotifierClient:
-        if self._client is None:
-            self._client = await self._opener()
-        return self._client
-
-    async def set_permission(self, url: str, *, permission: int) -> None:
-        await (await self._opened()).set_permission(url, permission=permission)
-
-    async def lag(self, url: str, *, peers: Sequence[str] = ()) -> int:
-        return await (await self._opened()).lag(url, peers=peers)
-
-
-async def _measure(client: NotifierClient, url: str,
+async def _measure(client: GroupClient, url: str,
                    peers: Sequence[str]) -> tuple[int | None, str]:
     """Read only first (again every pass: a restarted notifier keeps it in its file), then
     the lag; (None, why) when the notifier cannot be reached."""
     try:
         await client.set_permission(url, permission=PERMISSION_READ_ONLY)
         return await client.lag(url, peers=peers), ""
-    except NotifierUnreachable as error:
+    except GroupUnreachable as error:
         return None, str(error)
 
 
-async def _undrain(client: NotifierClient, url: str, group: str, *,
+async def _undrain(client: GroupClient, url: str, group: str, *,
                    old: Mapping[str, Any] | None, live_groups: int) -> Drained:
     """Writes back on a group wanted again; `status.draining` stays until that worked."""
     try:
         await client.set_permission(url, permission=PERMISSION_READ_WRITE)
-    except NotifierUnreachable as error:
+    except GroupUnreachable as error:
         return Drained(live_groups=live_groups, draining=dict(old or {}), message=(
             f"group {group} is wanted again but is still read only: its notifier could not "
             f"be reached ({error}); retrying next pass"))

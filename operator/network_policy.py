@@ -6,7 +6,7 @@
 | 8081, 8083, 9876 | produce (writer), consume (notifier HTTP, remoting) | `network.clients` |
 | 8082 | the indexer's notice stream | the Broker's extra notifiers only |
 | 8081, 8082, 8083 | /metrics, on the HTTP ports | `network.metrics` |
-| 8083 on a broker pod | a removed group's drain (operator/drain.py) | the operator's pods |
+| 8081, 8083 on broker pods | a roll's check, a drain (operator/group_client.py) | the operator |
 | 9876 on a name server | registration, routes | every group's broker pods, `network.clients` |
 | 9877 | external listeners (broker pods, name servers; `network.external`) | anywhere |
 
@@ -37,6 +37,9 @@ from .spec import BrokerSpec, PeerSpec
 CLIENT_PORTS = (names.WRITER_PORT, names.NOTIFIER_PORT, names.REMOTING_PORT)
 METRICS_PORTS = (names.WRITER_PORT, names.INDEXER_PORT, names.NOTIFIER_PORT)
 NOTIFIER_CLIENT_PORTS = (names.NOTIFIER_PORT, names.REMOTING_PORT)
+OPERATOR_PORTS = (names.WRITER_PORT, names.NOTIFIER_PORT)
+"""What the operator asks of a group's master (operator/group_client.py): the roll its
+writer, the drain its notifier."""
 
 OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "mqstore-operator"}
 """The operator pods' selector labels (charts/mqstore/templates/_helpers.tpl,
@@ -99,7 +102,7 @@ def build_broker_network_policy(broker: Mapping[str, Any], spec: BrokerSpec, *,
              *_rule(CLIENT_PORTS, clients),
              *_rule([names.INDEXER_PORT], [extra_notifiers]),
              *_rule(METRICS_PORTS, metrics), *_external_rule(spec),
-             *_rule([names.NOTIFIER_PORT], [operator_peer(operator_namespace)])]
+             *_rule(OPERATOR_PORTS, [operator_peer(operator_namespace)])]
     return _policy(broker, name, component="broker", pod_labels=names.selector_labels(name),
                    rules=rules)
 

@@ -13,11 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import names
+from .claim_growth import grow_claims
 from .conditions import DEGRADED, Condition, newly_true
 from .config_map import build_config_map, http_scheme
-from .drain import OpenClient, drain_groups
-from .drain_client import open_http_client
+from .drain import drain_groups
 from .external import build_entry_service, build_pod_external_services, external_name_server
+from .group_client import GroupClient, LazyGroupClient, OpenClient
+from .group_http_client import open_http_client
 from .groups import GROUPS_MAX, cluster_spec, clustered, group_view
 from .kube import ApiError, KubeApi, object_path
 from .name_server import (
@@ -40,6 +42,7 @@ from .network_policy import (
     build_notifier_network_policy,
 )
 from .pod_secrets import RANDOM_BYTES, build_generated_secret, secret_problem, secrets_in_use
+from .roll_replication import Replicated, replicated_groups, roll_waiting
 from .rolls import partition, roll_target
 from .settings import OperatorSettings
 from .spec import BrokerSpec, SpecError, check_store_settings, parse_spec, store_settings
@@ -50,7 +53,7 @@ from .statefulset import (
     live_replicas,
 )
 from .status import GroupObservation, Observation, build_status, desired_conditions
-from .volumes import GrowthPlan, plan_growth
+from .volumes import plan_growth
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +95,8 @@ def _parsed(raw_spec: Mapping[str, Any], settings: OperatorSettings) -> tuple[Br
 async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
                     settings: OperatorSettings, now: str,
                     open_client: OpenClient | None = None) -> Outcome:
-    """`open_client`: the drain's notifier client (default: HTTP, operator/drain_client.py)."""
+    """`open_client`: the client of the groups' master pods, for the drain and the roll
+    (default: HTTP, operator/group_http_client.py)."""
     metadata = broker["metadata"]
     namespace, name = metadata["namespace"], metadata["name"]
     raw_spec = broker.get("spec") or {}
@@ -112,12 +116,11 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
             f"StatefulSet {', '.join(foreign)} exists and is not this Broker's (another "
             f"Broker's name?): its groups are left alone until one of the two is renamed")
         spec = None
+    client = _group_client(api, broker, spec, settings=settings, open_client=open_client)
     if spec is not None and not paused:
         drained = await drain_groups(
             api, broker, spec, live_groups=live_group_count(live_sets), now=now,
-            scheme=http_scheme(secrets_in_use(name, spec)), open_client=open_client or (
-                lambda b, s: open_http_client(api, b, s,
-                                              timeout_s=settings.notifier_request_timeout_s)))
+            scheme=http_scheme(secrets_in_use(name, spec)), client=client)
         live_sets = live_sets[:max(spec.groups, drained.live_groups)]
         observed.update(draining=drained.draining, drain_message=drained.message)
     if spec is not None:
@@ -141,8 +144,13 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
         if paused:
             observed["growth"] = plan_growth(claims, size=spec.storage.size)
         else:
+            replicated = await replicated_groups(
+                client, group_names[:spec.groups], live_sets[:spec.groups], namespace=namespace,
+                scheme=http_scheme(secrets_in_use(name, spec))) if in_cluster else Replicated()
             applied = await apply_children(api, broker, spec, live_sets, image=image,
-                                           operator_namespace=settings.namespace)
+                                           operator_namespace=settings.namespace,
+                                           replicated=replicated.groups)
+            observed["roll_waiting"] = roll_waiting(replicated, applied.statefulsets)
             growth, claims, problems = await grow_claims(api, claims_path, selectors, claims,
                                                          size=spec.storage.size)
             live_sets = applied.statefulsets
@@ -154,6 +162,19 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
     observed["groups"] = [GroupObservation(name=group, statefulset=live)
                           for group, live in zip(group_names, live_sets, strict=True)]
     return _outcome(Observation(**observed), old_status=broker.get("status") or {}, now=now)
+
+
+def _group_client(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec | None, *,
+                  settings: OperatorSettings, open_client: OpenClient | None) -> GroupClient:
+    """Opened at its first call, which only a parsed spec's drain or roll makes."""
+    opener: OpenClient = open_client or (lambda b, s: open_http_client(
+        api, b, s, timeout_s=settings.group_request_timeout_s))
+
+    async def opened() -> GroupClient:
+        assert spec is not None, "asked only of a parsed spec's groups"
+        return await opener(broker, spec)
+
+    return LazyGroupClient(opened)
 
 
 def _outcome(observation: Observation, *, old_status: Mapping[str, Any], now: str) -> Outcome:
@@ -248,15 +269,17 @@ def namesrv_children(broker: Mapping[str, Any], spec: BrokerSpec, *,
 
 async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec,
                          live_sets: Sequence[Mapping[str, Any] | None], *,
-                         image: str, operator_namespace: str | None) -> Applied:
+                         image: str, operator_namespace: str | None,
+                         replicated: Sequence[bool] = ()) -> Applied:
     """The name servers first (the groups register with them), then every group, then the
-    external entry; last, whatever a former spec built and this one does not."""
+    external entry; last, whatever a former spec built and this one does not.
+    `replicated`: per group, whether its master has every follower in sync (rolls.py)."""
     metadata = broker["metadata"]
     allowed = names.annotation_true(metadata, names.ALLOW_SCALE_DOWN_ANNOTATION)
     applied = Applied(statefulsets=list(live_sets[:spec.groups]), config_hash="")
     applied.problems += await ensure_secrets(api, broker, spec)
     in_cluster = clustered(spec)
-    target = roll_target(live_sets[:spec.groups]) if in_cluster else None
+    target = roll_target(live_sets[:spec.groups], replicated) if in_cluster else None
     external: list[str] = []
     if in_cluster:
         for manifest in namesrv_children(broker, spec, image=image):
@@ -372,25 +395,3 @@ async def ensure_secrets(api: KubeApi, broker: Mapping[str, Any],
         if problem is not None:
             problems.append(problem)
     return problems
-
-
-async def grow_claims(api: KubeApi, claims_path: str, selectors: Sequence[str],
-                      claims: Sequence[Mapping[str, Any]], *,
-                      size: str) -> tuple[GrowthPlan, list[Mapping[str, Any]], list[str]]:
-    """Patch every bound claim below `size`; returns the plan after the patches, the claims
-    as they are now, and the refusals (e.g. a StorageClass without volume expansion)."""
-    plan = plan_growth(claims, size=size)
-    problems = []
-    for claim_name, patch in plan.patches:
-        try:
-            await api.merge_patch(f"{claims_path}/{claim_name}", patch)
-        except ApiError as error:
-            if error.retryable:
-                raise
-            problems.append(f"claim {claim_name}: {error.message}")
-    if not plan.patches:
-        return plan, list(claims), problems
-    fresh: list[Mapping[str, Any]] = [
-        claim for selector in selectors
-        for claim in await api.list(claims_path, label_selector=selector)]
-    return plan_growth(fresh, size=size), fresh, problems

@@ -16,11 +16,20 @@ same, so its StatefulSet knows the revision it will roll to and is not settled u
 
 Settled: the controller has seen the latest spec (`observedGeneration`), every pod runs the
 update revision (`currentRevision == updateRevision`, `updatedReplicas == replicas`) and is
-Ready.  A group that stays unsettled (a pod that never becomes Ready) holds the later
-groups' rolls until it recovers; its own changes still go through, since it is the target.
-The operator's passes (each resync, `operator.resyncIntervalSeconds`, 30 s by default) move
-the target, so a roll of N groups takes up to N passes beyond the pods' own time.  A Broker
-of one group carries no partition: its StatefulSet rolls as before.
+Ready, and, with followers, the master counts every one of them in sync (its writer's
+`followers_in_sync`, GET /v1/replication: less than `replication_lag_bytes_max` behind).
+Ready pods are not enough: a follower's pod still shows Ready for up to two probe periods
+(10 s) after it lost its master, and a restarted master answers SLAVE_NOT_AVAILABLE until
+its followers have reconnected; rolling the next group meanwhile left a sync producer no
+group that acknowledged (seen in CI: 4.3 s of SLAVE_NOT_AVAILABLE from both groups).  The
+master's own count is asked instead (operator/roll_replication.py).
+
+A group that stays unsettled (a pod that never becomes Ready, a follower that never catches
+up) holds the later groups' rolls until it recovers; its own changes still go through,
+since it is the target.  The operator's passes (each resync,
+`operator.resyncIntervalSeconds`, 30 s by default) move the target, so a roll of N groups
+takes up to N passes beyond the pods' own time.  A Broker of one group carries no
+partition: its StatefulSet rolls as before.
 """
 
 from __future__ import annotations
@@ -41,11 +50,22 @@ def is_settled(live: Mapping[str, Any]) -> bool:
         and int(status.get("readyReplicas") or 0) == replicas)
 
 
-def roll_target(live_sets: Sequence[Mapping[str, Any] | None]) -> int:
+def caught_up(replication: Mapping[str, Any], *, replicas: int) -> bool:
+    """Whether a master's GET /v1/replication counts all its `replicas - 1` followers in
+    sync."""
+    assert replicas >= 1
+    return int(replication.get("followers_in_sync") or 0) >= replicas - 1
+
+
+def roll_target(live_sets: Sequence[Mapping[str, Any] | None],
+                replicated: Sequence[bool] = ()) -> int:
     """The group that may roll now: the lowest one not settled, else 0.  A group not yet
-    created (None) is settled: its pods start at the only revision there is."""
+    created (None) is settled: its pods start at the only revision there is.  `replicated`:
+    per group, whether its master counts every follower in sync (missing: True)."""
     for index, live in enumerate(live_sets):
-        if live is not None and not is_settled(live):
+        if live is None:
+            continue
+        if not is_settled(live) or (index < len(replicated) and not replicated[index]):
             return index
     return 0
 

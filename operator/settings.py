@@ -27,10 +27,11 @@ class OperatorSettings:
     metrics_port: int = 9090
     """Prometheus metrics of the operator itself on http://0.0.0.0:<port>/metrics; 0: off."""
 
-    notifier_request_timeout_s: float = 5.0
-    """Each call of a group's drain to its notifier (operator/drain.py): a notifier answers
-    in milliseconds; an unreachable one costs a pass at most this per call, then the pass
-    reports it and the next tries again."""
+    group_request_timeout_s: float = 5.0
+    """Each call of the operator to a group's master pod (operator/group_client.py: the
+    drain's to its notifier, the roll's to its writer): a pod answers in milliseconds; an
+    unreachable one costs a pass at most this per call, then the pass reports it and the
+    next tries again."""
 
     namespace: str | None = None
     """The operator's own namespace (the chart sets it from the downward API; else the
@@ -42,9 +43,9 @@ class OperatorSettings:
         if not 0.5 <= self.resync_interval_s <= 3600:
             raise SettingsError(f"{ENV_PREFIX}RESYNC_INTERVAL_S={self.resync_interval_s} must "
                                 f"be in 0.5..3600 seconds")
-        if not 0.1 <= self.notifier_request_timeout_s <= 60:
-            raise SettingsError(f"{ENV_PREFIX}NOTIFIER_REQUEST_TIMEOUT_S="
-                                f"{self.notifier_request_timeout_s} must be in 0.1..60 seconds")
+        if not 0.1 <= self.group_request_timeout_s <= 60:
+            raise SettingsError(f"{ENV_PREFIX}GROUP_REQUEST_TIMEOUT_S="
+                                f"{self.group_request_timeout_s} must be in 0.1..60 seconds")
         if not 0 <= self.metrics_port <= 65535:
             raise SettingsError(f"{ENV_PREFIX}METRICS_PORT={self.metrics_port} must be a port "
                                 f"(0: off)")
@@ -69,7 +70,7 @@ def settings_from_environment(environ: Mapping[str, str] | None = None, *,
             raise SettingsError(f"{key}: unknown setting; known: "
                                 f"{', '.join(ENV_PREFIX + n.upper() for n in known)}")
         kind = {"broker_image": str, "resync_interval_s": float, "metrics_port": int,
-                "notifier_request_timeout_s": float, "namespace": str}[name]
+                "group_request_timeout_s": float, "namespace": str}[name]
         try:
             values[name] = kind(text) if text != "" or kind is not str else None
         except ValueError:

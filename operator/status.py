@@ -41,6 +41,9 @@ class Observation:
     """`status.draining` (operator/drain.py): {group, lag, since}; None: no group drains."""
     drain_message: str = ""
     """Why a group is still draining (the Progressing condition's message)."""
+    roll_waiting: str = ""
+    """Why a roll waits before its next group (operator/roll_replication.py): the last
+    group's master has not every follower in sync yet."""
     claims: Sequence[Mapping[str, Any]] = ()
     wanted_replicas: int | None = None
     """spec.replicas (None when the spec could not be parsed)."""
@@ -108,6 +111,8 @@ def ready_condition(obs: Observation) -> Condition:
 def progressing_condition(obs: Observation) -> Condition:
     if obs.drain_message:
         return Condition(PROGRESSING, True, "Draining", obs.drain_message)
+    if obs.roll_waiting:
+        return Condition(PROGRESSING, True, "WaitingForReplication", obs.roll_waiting)
     for group in all_groups(obs):
         condition = _group_progress(group.statefulset, prefix=_prefix(obs, group))
         if condition is not None:

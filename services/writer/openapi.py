@@ -135,9 +135,11 @@ def _replication_path() -> dict[str, Any]:
                        "lag_bytes": position, "connected_at_ms": position,
                        "confirmed_at_ms": position}}
     master = {"type": "object", "additionalProperties": False,
-              "required": ["role", "written_position", "replicated_position", "followers"],
+              "required": ["role", "written_position", "replicated_position",
+                           "followers_in_sync", "followers"],
               "properties": {"role": {"enum": ["async_master", "sync_master"]},
                              "written_position": position, "replicated_position": position,
+                             "followers_in_sync": position,
                              "followers": {"type": "array", "items": follower}}}
     follower_side = {
         "type": "object", "additionalProperties": False,

@@ -3,6 +3,7 @@
 A master:
 
     {"role": "sync_master", "written_position": 1048576, "replicated_position": 1040000,
+     "followers_in_sync": 1,
      "followers": [{"name": "10.0.0.7:50412", "confirmed_position": 1040000,
                     "lag_bytes": 8576, "connected_at_ms": ..., "confirmed_at_ms": ...}]}
 
@@ -13,11 +14,15 @@ A follower:
      "connected_at_ms": ..., "last_frame_at_ms": ..., "bytes_received_total": ...,
      "connections_total": 3, "last_error": null}
 
-`lag_bytes` on a master is its log's end minus what the follower confirmed (every byte
-written counts, committed or not).  A follower knows its master's end from heartbeats (sent
-when the master is idle) and from the frames it receives: `master_position` and `lag_bytes`
-are null until the first frame, and a lower bound while the master streams without a pause
-(the master's own `lag_bytes` for the follower is the exact figure).
+`followers_in_sync` counts the followers less than `replication_lag_bytes_max` behind the
+end: those a sync put waits for (with none, a sync master answers SLAVE_NOT_AVAILABLE). The
+operator rolls a cluster's next group only once the last one's master counts every follower
+(operator/rolls.py). `lag_bytes` on a master is its log's end minus what the follower
+confirmed (every byte written counts, committed or not). A follower knows its master's end
+from heartbeats (sent when the master is idle) and from the frames it receives:
+`master_position` and `lag_bytes` are null until the first frame, and a lower bound while
+the master streams without a pause (the master's own `lag_bytes` for the follower is the
+exact figure).
 
 Series (every writer's; a master's; a follower's):
 
@@ -57,6 +62,8 @@ def replication_status(store: MessageStore, client: ReplicationClient | None) ->
     assert progress is not None, "a master has followers' progress"
     return {"role": store.config.role.value, "written_position": end,
             "replicated_position": progress.replicated_position,
+            "followers_in_sync": progress.count_within_lag(
+                end, lag_bytes_max=store.config.replication_lag_bytes_max),
             "followers": [{"name": follower.name,
                            "confirmed_position": follower.confirmed_position,
                            "lag_bytes": max(0, end - follower.confirmed_position),

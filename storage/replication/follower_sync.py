@@ -93,8 +93,13 @@ class FollowerPositions:
 
     def within_lag(self, end_position: int, *, lag_bytes_max: int) -> bool:
         """RocketMQ `isSlaveOK`: some connected follower is less than `lag_bytes_max` behind."""
+        return self.count_within_lag(end_position, lag_bytes_max=lag_bytes_max) > 0
+
+    def count_within_lag(self, end_position: int, *, lag_bytes_max: int) -> int:
+        """How many connected followers are less than `lag_bytes_max` behind `end_position`:
+        those a sync put could wait for."""
         with self._lock:
-            return any(end_position - follower.confirmed_position < lag_bytes_max
+            return sum(end_position - follower.confirmed_position < lag_bytes_max
                        for follower in self._followers.values())
 
 

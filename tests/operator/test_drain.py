@@ -12,14 +12,14 @@ from typing import Any
 from mqstore.operator import names
 from mqstore.operator.drain import (
     FORCE_SCALE_IN_ANNOTATION,
-    NotifierClient,
-    NotifierUnreachable,
+    GroupClient,
+    GroupUnreachable,
     group_objects,
     may_delete,
     next_step,
     notifier_url,
 )
-from mqstore.operator.drain_client import admin_keys
+from mqstore.operator.group_http_client import admin_keys
 from mqstore.operator.kube import object_path
 from mqstore.operator.reconcile import Outcome, reconcile
 from mqstore.operator.settings import OperatorSettings
@@ -48,7 +48,7 @@ class FakeNotifiers:
     def _group(self, url: str) -> str:
         group = url.split("://")[1].split(".", maxsplit=1)[0].removesuffix("-0")
         if group in self.unreachable:
-            raise NotifierUnreachable(f"{url}: connection refused")
+            raise GroupUnreachable(f"{url}: connection refused")
         return group
 
     async def set_permission(self, url: str, *, permission: int) -> None:
@@ -62,7 +62,10 @@ class FakeNotifiers:
         self.calls.append((group, "lag"))
         return self.lags.get(group, 0)
 
-    async def open(self, broker: Mapping[str, Any], spec: BrokerSpec) -> NotifierClient:
+    async def replication(self, url: str) -> Mapping[str, Any]:
+        raise AssertionError("one pod per group here: no followers to ask about")
+
+    async def open(self, broker: Mapping[str, Any], spec: BrokerSpec) -> GroupClient:
         return self
 
 

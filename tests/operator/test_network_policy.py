@@ -54,7 +54,7 @@ def test_by_default_clients_are_the_namespaces_pods_and_replication_the_brokers(
                               (8081, 8083, 9876): [{"podSelector": {}}],
                               (8082,): [extra_notifiers],
                               (8081, 8082, 8083): [PROMETHEUS],
-                              (8083,): [OPERATOR]}
+                              (8081, 8083): [OPERATOR]}
 
 
 def test_selected_namespaces_and_pods_become_the_client_peers() -> None:
@@ -68,8 +68,8 @@ def test_selected_namespaces_and_pods_become_the_client_peers() -> None:
 
 def test_no_clients_means_no_client_rule_not_an_open_one() -> None:
     rules = _rules(_policy({"clients": [], "metrics": []}))
-    assert set(rules) == {(8084,), (8082,), (8083,)}
-    assert rules[8083,] == [OPERATOR], "only the operator, for a drain"
+    assert set(rules) == {(8084,), (8082,), (8081, 8083)}
+    assert rules[8081, 8083] == [OPERATOR], "only the operator, for a roll's check and a drain"
 
 
 def test_the_extra_notifiers_take_clients_and_metrics_only() -> None:
@@ -82,10 +82,10 @@ def test_the_extra_notifiers_take_clients_and_metrics_only() -> None:
     assert _rules(policy) == {(8083, 9876): [{"podSelector": {}}], (8083,): [PROMETHEUS]}
 
 
-def test_the_operator_reaches_the_notifier_port_for_a_drain() -> None:
+def test_the_operator_reaches_the_writer_and_notifier_ports_for_rolls_and_drains() -> None:
     """Its namespace when it knows it; else any namespace, its own pod labels only."""
-    assert _rules(_policy())[8083,] == [OPERATOR]
+    assert _rules(_policy())[8081, 8083] == [OPERATOR]
     body = broker(spec={"storage": {"size": "10Gi"}, "network": {"clients": []}})
     anywhere = build_broker_network_policy(body, parse_spec(body["spec"]),
                                            operator_namespace=None)
-    assert _rules(anywhere)[8083,] == [{**OPERATOR, "namespaceSelector": {}}]
+    assert _rules(anywhere)[8081, 8083] == [{**OPERATOR, "namespaceSelector": {}}]

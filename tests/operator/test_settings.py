@@ -22,11 +22,11 @@ def test_the_namespace_comes_from_the_environment_else_the_service_account(
         {"MQSTORE_OPERATOR_NAMESPACE": "ops"}, namespace_file=namespace_file).namespace == "ops"
 
 
-def test_the_notifier_request_timeout_is_bounded() -> None:
+def test_the_group_request_timeout_is_bounded() -> None:
     settings = settings_from_environment({}, namespace_file=NO_FILE)
-    assert settings.notifier_request_timeout_s == 5.0
-    assert settings_from_environment({"MQSTORE_OPERATOR_NOTIFIER_REQUEST_TIMEOUT_S": "2.5"},
-                                     namespace_file=NO_FILE).notifier_request_timeout_s == 2.5
+    assert settings.group_request_timeout_s == 5.0
+    assert settings_from_environment({"MQSTORE_OPERATOR_GROUP_REQUEST_TIMEOUT_S": "2.5"},
+                                     namespace_file=NO_FILE).group_request_timeout_s == 2.5
     with pytest.raises(SettingsError, match=r"0\.1\.\.60"):
-        settings_from_environment({"MQSTORE_OPERATOR_NOTIFIER_REQUEST_TIMEOUT_S": "0"},
+        settings_from_environment({"MQSTORE_OPERATOR_GROUP_REQUEST_TIMEOUT_S": "0"},
                                   namespace_file=NO_FILE)

@@ -336,7 +336,8 @@ def test_a_followers_writer_refuses_produce_and_both_roles_report_status(
     assert "127.0.0.1:9" in json.dumps(body)
     assert (ok_f, follower_status["role"], follower_status["connected"]) == (200, "follower",
                                                                              False)
-    assert (ok_m, master_status["role"], master_status["followers"]) == (200, "sync_master", [])
+    assert (ok_m, master_status["role"], master_status["followers"],
+            master_status["followers_in_sync"]) == (200, "sync_master", [], 0)
     for status in (follower_status, master_status):
         check(status, schema, root=document)
     follower.close()

@@ -19,6 +19,7 @@ from mqstore.storage import (
     PutStatus,
     ReplicationGapError,
 )
+from mqstore.storage.replication.follower_sync import FollowerPositions
 from mqstore.storage.replication.replication import LogRangeError
 from tests.conftest import SMALL_SEGMENT_BYTES, small_config
 
@@ -234,3 +235,18 @@ def test_a_follower_confirms_before_the_transfer_closes_pending_puts(tmp_path: P
     assert not any(future.done() for future in futures)
     master.close()  # pending requests end: stored, not confirmed
     assert {f.result(timeout=5).status for f in futures} == {PutStatus.FLUSH_SLAVE_TIMEOUT}
+
+
+def test_followers_in_sync_are_those_within_the_lag_bound() -> None:
+    """What a sync put may wait for, counted (the operator's roll asks for every follower)."""
+    positions = FollowerPositions(on_replicated=lambda position: None)
+    assert positions.count_within_lag(1000, lag_bytes_max=100) == 0
+    positions.connect("a", 950)
+    positions.connect("b", 900)
+    assert positions.count_within_lag(1000, lag_bytes_max=100) == 1  # b is 100 behind: not less
+    assert positions.within_lag(1000, lag_bytes_max=100)
+    positions.confirm("b", 990)
+    assert positions.count_within_lag(1000, lag_bytes_max=100) == 2
+    positions.disconnect("a")
+    assert positions.count_within_lag(1000, lag_bytes_max=100) == 1
+    assert not positions.within_lag(2000, lag_bytes_max=100)

@@ -1,6 +1,7 @@
-"""The drain's HTTP client against a real notifier app: the lag summed over every consumer
-group and topic (as `mqstore admin groups describe` counts it), the permission set, and a
-notifier that does not answer reported as unreachable."""
+"""The operator's HTTP client of a group's master against real apps: a notifier's lag summed
+over every consumer group and topic (as `mqstore admin groups describe` counts it), the
+permission set, a notifier that does not answer reported as unreachable, and a writer's
+followers in sync."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mqstore.operator.drain import NotifierUnreachable
-from mqstore.operator.drain_client import HttpNotifierClient
-from mqstore.storage import Message, MessageStore
+from mqstore.operator.group_client import GroupUnreachable
+from mqstore.operator.group_http_client import HttpGroupClient
+from mqstore.services.common.settings.config_file import WriterSettings
+from mqstore.services.writer import create_app
+from mqstore.storage import BrokerRole, Message, MessageStore, StoreConfig
 from mqstore.storage.dispatch.indexer import Indexer
 from tests.services.notifier_stack import notifier_app, settings
 from tests.storage.dispatch.split_helpers import indexer_config, wait_dispatched, writer_config
@@ -31,7 +34,7 @@ def _store(store_dir: Path) -> Path:
 
 def test_lag_and_permission_through_the_notifiers_own_routes(tmp_path: Path) -> None:
     store_dir = _store(tmp_path / "store")
-    client = HttpNotifierClient(signer=None, ssl_context=None, timeout_s=5.0)
+    client = HttpGroupClient(signer=None, ssl_context=None, timeout_s=5.0)
 
     async def scenario() -> tuple[int, int, int]:
         async with notifier_app(store_dir, settings()) as (http, _, _):
@@ -58,10 +61,10 @@ def test_a_notifier_that_does_not_answer_is_unreachable() -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    client = HttpNotifierClient(signer=None, ssl_context=None, timeout_s=1.0)
-    with pytest.raises(NotifierUnreachable, match=r"127\.0\.0\.1"):
+    client = HttpGroupClient(signer=None, ssl_context=None, timeout_s=1.0)
+    with pytest.raises(GroupUnreachable, match=r"127\.0\.0\.1"):
         asyncio.run(client.lag(f"http://127.0.0.1:{port}"))
-    with pytest.raises(NotifierUnreachable):
+    with pytest.raises(GroupUnreachable):
         asyncio.run(client.set_permission(f"http://127.0.0.1:{port}", permission=4))
 
 
@@ -72,7 +75,7 @@ def test_a_consumer_group_of_another_group_counts_where_it_never_committed(
     every message there; 'done' is caught up here and adds nothing."""
     drained = _store(tmp_path / "drained")
     peer = _store(tmp_path / "peer")
-    client = HttpNotifierClient(signer=None, ssl_context=None, timeout_s=5.0)
+    client = HttpGroupClient(signer=None, ssl_context=None, timeout_s=5.0)
 
     async def scenario() -> tuple[int, int]:
         async with notifier_app(drained, settings()) as (here, _, _), \
@@ -89,3 +92,22 @@ def test_a_consumer_group_of_another_group_counts_where_it_never_committed(
     alone, with_peer = asyncio.run(scenario())
     assert alone == 0, "the drained group's own notifier knows only 'done'"
     assert with_peer == 5 + 3
+
+
+def test_a_masters_followers_in_sync_from_its_writer(tmp_path: Path) -> None:
+    """A sync master with no follower connected counts none (the roll waits)."""
+    from aiohttp.test_utils import TestClient, TestServer  # noqa: PLC0415
+
+    master = MessageStore.open(tmp_path / "m", StoreConfig.for_small_segments(
+        64 * 1024, role=BrokerRole.SYNC_MASTER))
+    client = HttpGroupClient(signer=None, ssl_context=None, timeout_s=5.0)
+
+    async def scenario() -> dict[str, object]:
+        async with TestClient(TestServer(create_app(master, WriterSettings()))) as http:
+            return dict(await client.replication(str(http.make_url("")).rstrip("/")))
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        master.close()
+    assert (answer["role"], answer["followers_in_sync"]) == ("sync_master", 0)

@@ -1,18 +1,19 @@
-"""The drain's HTTP client of a group's notifier (operator/drain.py): its permission and its
-consumers' lag, signed with the Broker's admin account and verified with its CA.
+"""The operator's HTTP client of a group's master pod (operator/group_client.py), signed with
+the Broker's admin account and verified with its CA.
 
-    PUT /v1/broker/permission              {"permission": 4 | 6}
+    PUT /v1/broker/permission              {"permission": 4 | 6}     notifier (the drain)
     GET /v1/groups                         every consumer group and the topics it committed on,
                                            from this group's notifier and every other group's
     GET /v1/groups/{group}/offsets?topic=  per group and topic
     GET /v1/topics/{topic}/queues          once per topic
+    GET /v1/replication                    writer (the roll): its followers in sync
 
 The lag is `mqstore admin groups describe`'s (services/admin/lag.py), summed over every group
 and topic.  The consumer groups are those of every group's notifier, not only the drained
 one's: a consumer group whose commits never reached the drained group (a client that
 stopped before its offsets were sent) has read nothing there, and counts its queues whole.
-Every call is bounded by the operator's `notifier_request_timeout_s` (5 s), so an
-unreachable notifier delays a pass by that much at most per call, and the first failure ends
+Every call is bounded by the operator's `group_request_timeout_s` (5 s), so an
+unreachable pod delays a pass by that much at most per call, and the first failure ends
 the measure: the pass reports it and the next one tries again."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import yaml
 from mqstore.services.admin.lag import lag as topic_lag
 from mqstore.services.auth.http_signature import Signer
 
-from .drain import NotifierClient, NotifierUnreachable
+from .group_client import GroupClient, GroupUnreachable
 from .kube import KubeApi, object_path
 from .pod_secrets import ACCESS_KEY_KEY, SECRET_KEY_KEY, USERS_KEY, secrets_in_use
 from .spec import BrokerSpec
@@ -39,7 +40,7 @@ from .spec import BrokerSpec
 CA_KEY = "ca.crt"
 
 
-class HttpNotifierClient:
+class HttpGroupClient:
     def __init__(self, *, signer: Signer | None, ssl_context: ssl.SSLContext | None,
                  timeout_s: float) -> None:
         self._signer = signer
@@ -73,6 +74,9 @@ class HttpNotifierClient:
                                                    for queue_id, offset in offsets.items()})
         return total
 
+    async def replication(self, url: str) -> Mapping[str, Any]:
+        return await self._call("GET", f"{url}/v1/replication")
+
     async def _call(self, method: str, url: str, body: object = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data is not None else {}
@@ -84,11 +88,11 @@ class HttpNotifierClient:
                                     ssl=self._ssl if self._ssl is not None else True) as answer:
                 text = await answer.text()
                 if answer.status != 200:
-                    raise NotifierUnreachable(f"{method} {url}: {answer.status} {text[:200]}")
+                    raise GroupUnreachable(f"{method} {url}: {answer.status} {text[:200]}")
                 document: dict[str, Any] = json.loads(text)
                 return document
         except (aiohttp.ClientError, TimeoutError, ValueError) as error:
-            raise NotifierUnreachable(f"{method} {url}: {error or type(error).__name__}") \
+            raise GroupUnreachable(f"{method} {url}: {error or type(error).__name__}") \
                 from None
 
 
@@ -120,7 +124,7 @@ def admin_keys(secret: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 async def open_http_client(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec, *,
-                           timeout_s: float) -> NotifierClient:
+                           timeout_s: float) -> GroupClient:
     """Reads the Broker's users Secret (the admin's keys) and TLS Secret (its CA)."""
     namespace, name = broker["metadata"]["namespace"], broker["metadata"]["name"]
     in_use = secrets_in_use(name, spec)
@@ -129,14 +133,14 @@ async def open_http_client(api: KubeApi, broker: Mapping[str, Any], spec: Broker
         secret = await api.get(object_path("v1", "Secret", namespace, in_use.users.name))
         keys = admin_keys(secret) if secret is not None else None
         if keys is None:
-            raise NotifierUnreachable(f"Secret {in_use.users.name} holds no admin account "
-                                      f"to sign the drain's calls with")
+            raise GroupUnreachable(f"Secret {in_use.users.name} holds no admin account "
+                                   f"to sign the operator's calls with")
         signer = Signer(*keys)
     if in_use.tls is not None:
         secret = await api.get(object_path("v1", "Secret", namespace, in_use.tls.name))
         ca = secret_text(secret, CA_KEY) if secret is not None else None
         if ca is None:
-            raise NotifierUnreachable(f"Secret {in_use.tls.name} has no {CA_KEY} to verify "
-                                      f"the notifier with")
+            raise GroupUnreachable(f"Secret {in_use.tls.name} has no {CA_KEY} to verify "
+                                   f"the pods with")
         ssl_context = ssl.create_default_context(cadata=ca)
-    return HttpNotifierClient(signer=signer, ssl_context=ssl_context, timeout_s=timeout_s)
+    return HttpGroupClient(signer=signer, ssl_context=ssl_context, timeout_s=timeout_s)
