@@ -154,6 +154,7 @@ def test_a_roll_under_load_loses_nothing_acknowledged(
     load = _start_load(node, cluster, "Rolled")
     try:
         load.wait_acked(ACKS_BETWEEN, timeout_s=ACKS_TIMEOUT_S)
+        patched_at_s = load.progress()["elapsedS"]
         watch = RollWatch(before)
         kube.merge_patch("broker", BROKER, namespace, {"spec": {"flush": {"intervalMs": 250}}})
         wait_for("every pod replaced and Ready", functools.partial(
@@ -167,7 +168,8 @@ def test_a_roll_under_load_loses_nothing_acknowledged(
     order = {name: (round(watch.replaced_s[name], 1), round(watch.ready_s[name], 1))
              for name in sorted(watch.replaced_s)}
     print(f"\ne2e cluster load: ready in {cluster['ready_s']:.1f} s; roll of "
-          f"{len(order)} pods in {rolled_s:.1f} s (s replaced, s Ready): {json.dumps(order)}; "
+          f"{len(order)} pods in {rolled_s:.1f} s (s replaced, s Ready): {json.dumps(order)}, "
+          f"from second {patched_at_s:.1f} of the load; "
           f"load {summary(report, started)}")
     for group in range(GROUPS):
         master, follower = f"{group_name(group)}-0", f"{group_name(group)}-1"

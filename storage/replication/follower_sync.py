@@ -9,11 +9,15 @@ RocketMQ keeps `push2SlaveMaxOffset` (the highest position any slave confirmed) 
 * `GroupTransferService`: requests `(end position, deadline, completion)`.  A confirmation
   completes every request it covers at once, on the confirming thread (no hand-off); the
   service's own thread only expires requests at their deadline, sleeping until the next one.
-* `FollowerAcknowledger`: what a sync-master put does after its append: SLAVE_NOT_AVAILABLE
-  at once when no connected follower is within `replication_lag_bytes_max` of its end;
-  otherwise wait.  With the pool on, the sender commits on demand before it reads
-  (replication.py), so a waiting put is readable at once, not after the commit service's
-  16 KiB or 200 ms (RocketMQ issue #1372), with one commit for all the puts since.
+* `FollowerAcknowledger`: what a sync-master put does after its append:
+  SLAVE_NOT_AVAILABLE at once when no connected follower is within
+  `replication_lag_bytes_max` of its end; otherwise wait, and SLAVE_NOT_AVAILABLE as
+  soon as the last follower disconnects (a follower stopping for a roll), not
+  FLUSH_SLAVE_TIMEOUT at the deadline: RocketMQ waits the deadline out, and its client,
+  whose send times out at the same 3 s, fails the send. With the pool on, the sender
+  commits on demand before it reads (replication.py), so a waiting put is readable at
+  once, not after the commit service's 16 KiB or 200 ms (RocketMQ issue #1372), with one
+  commit for all the puts since.
 
 A follower's confirmation means its process holds the bytes (appended to its mapped segments,
 synced by its own flush policy), as a RocketMQ slave's reported offset does.
@@ -56,8 +60,12 @@ class FollowerPositions:
     """Thread-safe; `on_replicated(position)` runs on the confirming thread when the highest
     confirmed position grows."""
 
-    def __init__(self, *, on_replicated: Callable[[int], None]) -> None:
+    def __init__(self, *, on_replicated: Callable[[int], None],
+                 on_no_follower: Callable[[], None] = lambda: None) -> None:
+        """`on_no_follower` runs on the disconnecting thread when the last connected follower
+        goes: nothing is left to confirm what waits."""
         self._on_replicated = on_replicated
+        self._on_no_follower = on_no_follower
         self._followers: dict[str, FollowerProgress] = {}
         self._lock = threading.Lock()
         self.replicated_position = 0
@@ -84,7 +92,10 @@ class FollowerPositions:
 
     def disconnect(self, name: str) -> None:
         with self._lock:
-            self._followers.pop(name, None)
+            gone = self._followers.pop(name, None) is not None
+            alone = not self._followers
+        if gone and alone:
+            self._on_no_follower()
 
     def followers(self) -> list[FollowerProgress]:
         """Copies, in connection order."""
@@ -189,8 +200,18 @@ class GroupTransferService(ServiceThread):
 
     def fail_all(self) -> None:
         """Complete every pending request as not replicated (the store stopped)."""
+        self._complete_pending(close=True)
+
+    def expire_all(self) -> None:
+        """Complete every pending request as not replicated now, before its deadline: no
+        follower is left to confirm it (the last one disconnected).  A producer's client
+        times out at about the same 3 s as the deadline, so waiting it out would turn a
+        stored message into a failed send."""
+        self._complete_pending(close=False)
+
+    def _complete_pending(self, *, close: bool) -> None:
         with self._lock:
-            self._closed = True
+            self._closed = self._closed or close
             pending = [request for request in self._by_deadline if not request.done]
             for request in pending:
                 request.done = True
@@ -230,6 +251,10 @@ class FollowerAcknowledger:
         started_s = time.monotonic()
 
         def completed(replicated: bool) -> None:
+            if not replicated and not self._progress.within_lag(end, lag_bytes_max=lag_max):
+                on_done((PutStatus.SLAVE_NOT_AVAILABLE,
+                         f"the followers disconnected before confirming position {end}"))
+                return
             if not replicated:
                 on_done((PutStatus.FLUSH_SLAVE_TIMEOUT,
                          f"no follower confirmed position {end} within "
@@ -242,6 +267,8 @@ class FollowerAcknowledger:
 
         if not self._transfer.submit(end, timeout_s=self._timeout_s, on_done=completed):
             completed(False)
+        elif not self._progress.within_lag(end, lag_bytes_max=lag_max):
+            self._transfer.expire_all()  # the last follower left between the check and here
 
     def wait(self, results: list[PutResult]) -> Outcome:
         """`submit`, blocking until the outcome."""

@@ -131,7 +131,8 @@ def start_replication(config: StoreConfig, *, segment_list: SegmentList, commitl
         if role is BrokerRole.SYNC_MASTER:
             transfer = GroupTransferService(on_fatal=on_fatal)
         progress = FollowerPositions(
-            on_replicated=transfer.replicated if transfer else lambda _position: None)
+            on_replicated=transfer.replicated if transfer else lambda _position: None,
+            on_no_follower=transfer.expire_all if transfer else lambda: None)
         if transfer is not None:
             acknowledger = FollowerAcknowledger(transfer, progress, config)
     flush = (SyncAcknowledger(group_commit, config, failure=failure)

@@ -115,6 +115,6 @@ def summary(report: dict[str, Any], started: float) -> str:
     keys = ("sent", "acked", "otherStatuses", "failed", "received", "missingAcked",
             "missingOtherStatus", "duplicates", "receivedNotAnswered", "ackedPerS",
             "longestSendMs", "longestOutageMs", "ackedByBroker", "receivedByBroker",
-            "failureSamples")
+            "failuresBySecond", "failureSamples")
     picked = {key: report.get(key) for key in keys}
     return f"{time.monotonic() - started:.1f} s: {json.dumps(picked)}"

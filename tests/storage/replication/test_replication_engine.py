@@ -203,6 +203,27 @@ def test_sync_master_times_out_then_confirms(tmp_path: Path) -> None:
         assert master.put(Message("T", 0, b"x")).status is PutStatus.PUT_OK
 
 
+def test_a_put_waiting_when_the_last_follower_leaves_is_answered_at_once(
+        tmp_path: Path) -> None:
+    """A follower stopping for a roll: what waits for it is SLAVE_NOT_AVAILABLE (stored
+    here) as it disconnects, not FLUSH_SLAVE_TIMEOUT at the deadline."""
+    with sync_master(tmp_path, replication_sync_timeout_ms=10_000) as master:
+        progress = master.replication.progress
+        assert progress is not None
+        progress.connect("f1", 0)
+        progress.connect("f2", 0)
+        waiting = master.submit(Message("T", 0, b"in flight"))
+        progress.disconnect("f1")
+        assert not waiting.done(), "f2 may still confirm it"
+        started = time.monotonic()
+        threading.Timer(0.05, progress.disconnect, ("f2",)).start()
+        result = waiting.result(timeout=5)
+        assert time.monotonic() - started < 2, "answered at the disconnect, not the deadline"
+        assert result.status is PutStatus.SLAVE_NOT_AVAILABLE
+        assert "disconnected" in result.reason
+        assert master.message_at(result.physical_offset).body == b"in flight"
+
+
 @pytest.mark.parametrize("flush_mode", [FlushMode.ASYNC, FlushMode.SYNC])
 def test_sync_master_with_pool_commits_on_demand(tmp_path: Path, flush_mode: FlushMode) -> None:
     """RocketMQ issue #1372: the bytes must be readable (committed) as soon as a producer waits, not

@@ -73,8 +73,8 @@ final class Load {
         consumer.start();
         Map<String, Object> out = new LinkedHashMap<>();
         try {
-            LoadSends sends = new LoadSends();
             long startNs = System.nanoTime();
+            LoadSends sends = new LoadSends(startNs);
             AtomicBoolean stopping = new AtomicBoolean();
             List<Thread> senders = startSenders(producer, corpus, rate, threads, startNs,
                 stopping, sends);

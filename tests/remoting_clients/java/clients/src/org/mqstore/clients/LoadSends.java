@@ -11,8 +11,9 @@ import org.apache.rocketmq.client.producer.SendStatus;
 
 /**
  * What the load scenario's sends came to: the corpus indexes acknowledged (SEND_OK), the other
- * statuses, the failures (an exception after the client's retries), and each send's start and
- * end, from which the longest outage an application saw is measured.  Thread-safe.
+ * statuses, the failures (an exception after the client's retries; the first few kept with
+ * the second of the load they started at), and each send's start and end, from which the
+ * longest outage an application saw is measured.  Thread-safe.
  */
 final class LoadSends {
     private static final int SAMPLES_MAX = 10;
@@ -23,10 +24,18 @@ final class LoadSends {
     private final Map<String, Integer> otherStatuses = new TreeMap<>();
     private final Map<String, Integer> ackedByBroker = new TreeMap<>();
     private final List<String> failureSamples = new ArrayList<>();
+    /** Failures by the whole second of the load their send started in. */
+    private final Map<Long, Integer> failuresBySecond = new TreeMap<>();
     /** {start ns, end ns, 1 if acknowledged else 0} per send. */
     private final List<long[]> spans = new ArrayList<>();
+    private final long originNs;
     private int ackedCount;
     private int failedCount;
+
+    /** {@code originNs}: the load's start, from which a failure sample's time is given. */
+    LoadSends(long originNs) {
+        this.originNs = originNs;
+    }
 
     synchronized void answered(int index, long startNs, SendResult result) {
         boolean ok = result.getSendStatus() == SendStatus.SEND_OK;
@@ -44,8 +53,11 @@ final class LoadSends {
     synchronized void failed(long startNs, Exception error) {
         spans.add(new long[] {startNs, System.nanoTime(), 0});
         failedCount++;
+        failuresBySecond.merge((startNs - originNs) / 1_000_000_000L, 1, Integer::sum);
         if (failureSamples.size() < SAMPLES_MAX) {
-            failureSamples.add(error.toString());
+            Throwable cause = error.getCause();
+            failureSamples.add(String.format("%.1f s: %s%s", (startNs - originNs) / 1e9, error,
+                cause == null ? "" : " (last try: " + cause + ")"));
         }
     }
 
@@ -76,6 +88,7 @@ final class LoadSends {
         out.put("otherStatuses", new TreeMap<>(otherStatuses));
         out.put("failed", failedCount);
         out.put("failureSamples", new ArrayList<>(failureSamples));
+        out.put("failuresBySecond", new TreeMap<>(failuresBySecond));
         long longestSendNs = 0;
         for (long[] span : spans) {
             longestSendNs = Math.max(longestSendNs, span[1] - span[0]);
