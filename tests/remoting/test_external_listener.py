@@ -51,6 +51,15 @@ def test_a_groups_pods_each_advertise_their_own_node_port() -> None:
                             broker_id=2).external_address == "n:30901"
 
 
+def test_a_groups_pods_each_advertise_their_own_load_balancer() -> None:
+    addresses = "10.1.0.7:9877; lb-1.example:9877;10.1.0.9:9877"
+    assert [RemotingSettings(external_enabled=True, external_advertised_address="10.1.0.7:9877",
+                             external_advertised_addresses=addresses,
+                             broker_id=broker_id).external_address
+            for broker_id in range(3)] == ["10.1.0.7:9877", "lb-1.example:9877",
+                                           "10.1.0.9:9877"]
+
+
 @pytest.mark.parametrize(("fields", "refusal"), [
     ({"external_enabled": True}, "external_advertised_address=''"),
     ({"external_enabled": True, "external_advertised_address": "node:0"}, "port in 1..65535"),
@@ -59,6 +68,10 @@ def test_a_groups_pods_each_advertise_their_own_node_port() -> None:
     ({"external_port": 70000}, "external_port=70000"),
     ({"external_enabled": True, "external_advertised_address": "n:65535", "broker_id": 1,
       "external_advertised_port_plus_broker_id": True}, "passes 65535"),
+    ({"external_enabled": True, "external_advertised_address": "n:9877", "broker_id": 2,
+      "external_advertised_addresses": "a:9877;b:9877"}, "none for broker_id=2"),
+    ({"external_enabled": True, "external_advertised_address": "n:9877",
+      "external_advertised_addresses": "a:9877;b"}, "'b' must be host:port"),
 ])
 def test_a_bad_external_listener_setting_is_refused(fields: dict[str, object],
                                                     refusal: str) -> None:

@@ -29,6 +29,9 @@ import dataclasses
 
 from mqstore.storage import ConfigError
 
+from .host_port import is_host_port, split_addresses
+from .remoting_external import check_external, external_address
+
 MIB = 1 << 20
 
 
@@ -69,6 +72,11 @@ class RemotingSettings:
     external_advertised_port_plus_broker_id: bool = False
     """Advertise the port of `external_advertised_address` plus `broker_id`: one config
     file for a group's pods, each behind its own NodePort (the operator numbers them so)."""
+
+    external_advertised_addresses: str = ""
+    """"host:port" per broker id, separated by ';' (entry `broker_id` is this broker's):
+    one config file for a group's pods, each behind its own load balancer (the operator
+    writes their addresses).  Empty: `external_advertised_address` (with the option above)."""
 
     cluster_name: str = "DefaultCluster"
     """The cluster routes and `clusterList` name (RocketMQ's default)."""
@@ -342,34 +350,14 @@ class RemotingSettings:
         host, _, port = self.writer_address.rpartition(":")
         if not host or not port.isdigit():
             raise ConfigError(f"writer_address={self.writer_address!r} must be host:port")
-        if self.advertised_address:
-            host, _, port = self.advertised_address.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) <= 65535:
-                raise ConfigError(f"advertised_address={self.advertised_address!r} must be "
-                                  f"host:port with a port in 1..65535 (or empty)")
+        if self.advertised_address and not is_host_port(self.advertised_address):
+            raise ConfigError(f"advertised_address={self.advertised_address!r} must be "
+                              f"host:port with a port in 1..65535 (or empty)")
         for name in ("cluster_name", "broker_name"):
             if not getattr(self, name):
                 raise ConfigError(f"{name} must not be empty")
         self._check_registration()
-        self._check_external()
-
-    def _check_external(self) -> None:
-        if not 0 <= self.external_port <= 65535:
-            raise ConfigError(f"external_port={self.external_port} must be in 0..65535")
-        if not self.external_enabled:
-            return
-        host, _, port = self.external_advertised_address.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) <= 65535:
-            raise ConfigError(f"external_advertised_address="
-                              f"{self.external_advertised_address!r} must be host:port with a "
-                              f"port in 1..65535 (external_enabled is on)")
-        if int(port) + (self.broker_id if self.external_advertised_port_plus_broker_id
-                         else 0) > 65535:
-            raise ConfigError(f"external_advertised_address={self.external_advertised_address!r}"
-                              f": its port plus broker_id={self.broker_id} passes 65535")
-        if self.external_port == self.port != 0:
-            raise ConfigError(f"external_port={self.external_port} must differ from "
-                              f"port={self.port}")
+        check_external(self)
 
     def _check_registration(self) -> None:
         if self.broker_id < 0:
@@ -378,22 +366,16 @@ class RemotingSettings:
             raise ConfigError(f"register_timeout_ms={self.register_timeout_ms} must be at most "
                               f"register_interval_ms={self.register_interval_ms}")
         for address in self.namesrv_address_list:
-            host, _, port = address.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            if not is_host_port(address):
                 raise ConfigError(f"namesrv_addresses: {address!r} must be host:port with a "
                                   f"port in 1..65535 (entries separated by ';')")
 
     @property
     def external_address(self) -> str:
-        """What this broker advertises on its external listener (`external_advertised_address`,
-        its port plus `broker_id` if `external_advertised_port_plus_broker_id`)."""
-        if not self.external_advertised_port_plus_broker_id:
-            return self.external_advertised_address
-        host, _, port = self.external_advertised_address.rpartition(":")
-        return f"{host}:{int(port) + self.broker_id}"
+        """What this broker advertises on its external listener (remoting_external.py)."""
+        return external_address(self)
 
     @property
     def namesrv_address_list(self) -> tuple[str, ...]:
         """`namesrv_addresses` split at ';' (RocketMQ's separator), blanks dropped."""
-        return tuple(item.strip() for item in self.namesrv_addresses.split(";")
-                     if item.strip())
+        return split_addresses(self.namesrv_addresses)
