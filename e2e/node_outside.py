@@ -31,9 +31,9 @@ def on_node(node: Node, *argv: str, cwd: Path, timeout_s: float,
     return done
 
 
-def connects(node: Node, port: int, cwd: Path) -> bool:
-    """Whether a TCP connection from the node to `<NODE_IP>:<port>` is accepted."""
-    script = (f"import socket; socket.create_connection(({NODE_IP!r}, {port}), "
+def connects(node: Node, port: int, cwd: Path, *, host: str = NODE_IP) -> bool:
+    """Whether a TCP connection from the node to `<host>:<port>` is accepted."""
+    script = (f"import socket; socket.create_connection(({host!r}, {port}), "
               f"timeout=2).close()")
     return on_node(node, sys.executable, "-c", script, cwd=cwd, timeout_s=10,
                    check=False).returncode == 0

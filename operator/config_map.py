@@ -4,7 +4,7 @@ init container and the three containers read, and the hash that rolls the pods."
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -29,7 +29,8 @@ CONFIG_HASH_LENGTH = 16
 
 
 def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
-                    cluster_name: str | None = None, group_index: int = 0) -> dict[str, Any]:
+                    cluster_name: str | None = None, group_index: int = 0,
+                    external_addresses: Sequence[str] = ()) -> dict[str, Any]:
     """The config file as a dict, one for every pod.  The three containers share the pod's
     network namespace, so the notifier reaches the indexer's notice stream on 127.0.0.1.
     Pod 0's writer runs as the master (store.role), every other pod's follows it: the
@@ -44,7 +45,9 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
     servers (over TLS with a TLS Secret); each pod's broker id comes from its pod index
     (operator/addresses.py).  With
     `network.external` the front's external listener advertises group `group_index`'s
-    NodePorts (operator/external.py)."""
+    NodePorts, or each pod its load balancer's address of `external_addresses` (pod order;
+    the list grows with the pods, so with load balancers scaling a group rolls it)
+    (operator/external.py)."""
     in_use = secrets_in_use(broker_name, spec)
     host = LISTEN_ALL
     replication = {"host": host, "port": names.REPLICATION_PORT, "role_by_hostname": True,
@@ -67,7 +70,8 @@ def config_document(spec: BrokerSpec, *, broker_name: str, namespace: str,
         if in_use.tls is not None:  # the name servers serve only TLS (operator/name_server.py)
             document["remoting"]["namesrv_tls_enabled"] = True
     if spec.network.external.enabled:
-        document["remoting"].update(external_config(spec, group_index=group_index))
+        document["remoting"].update(external_config(spec, group_index=group_index,
+                                                    addresses=external_addresses))
     if in_use.users is not None:
         document["auth"] = {"users_file": config_path(USERS_PATH)}
     if in_use.tls is not None:
@@ -83,10 +87,12 @@ def http_scheme(in_use: SecretsInUse) -> str:
 
 
 def render_config(spec: BrokerSpec, *, broker_name: str, namespace: str,
-                  cluster_name: str | None = None, group_index: int = 0) -> str:
+                  cluster_name: str | None = None, group_index: int = 0,
+                  external_addresses: Sequence[str] = ()) -> str:
     """The file's text: sorted keys, so equal settings give equal text and an equal hash."""
     document = config_document(spec, broker_name=broker_name, namespace=namespace,
-                               cluster_name=cluster_name, group_index=group_index)
+                               cluster_name=cluster_name, group_index=group_index,
+                               external_addresses=external_addresses)
     return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
 
 
@@ -94,11 +100,13 @@ def config_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:CONFIG_HASH_LENGTH]
 
 
-def build_config_map(broker: Mapping[str, Any], spec: BrokerSpec) -> dict[str, Any]:
+def build_config_map(broker: Mapping[str, Any], spec: BrokerSpec, *,
+                     external_addresses: Sequence[str] = ()) -> dict[str, Any]:
     text = render_config(spec, broker_name=broker["metadata"]["name"],
                          namespace=broker["metadata"]["namespace"],
                          cluster_name=names.cluster_name(broker),
-                         group_index=names.group_index(broker))
+                         group_index=names.group_index(broker),
+                         external_addresses=external_addresses)
     metadata = names.child_metadata(broker, names.config_map_name(broker["metadata"]["name"]))
     metadata["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_hash(text)}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,

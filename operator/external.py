@@ -1,7 +1,7 @@
 """Listeners for clients outside the cluster network (`spec.network.external`), as Strimzi
-offers them for Kafka: a NodePort Service per broker pod, and one for the cluster's name
-server, all reached at `<host>:<nodePort>`.  A RocketMQ client outside is given
-`<host>:<nodePortBase>` as its name server and nothing else.
+offers them for Kafka: a NodePort (or LoadBalancer, below) Service per broker pod, and one
+for the cluster's name server, all reached at `<host>:<nodePort>`.  A RocketMQ client
+outside is given `<host>:<nodePortBase>` as its name server and nothing else.
 
 The NodePorts, from `b` = nodePortBase (`entry_node_port`, `pod_node_port`):
 
@@ -36,12 +36,27 @@ arrives from the nodes, with the clients' addresses hidden.
 Extra notifiers (notifier.replicas) read their group's file and open the listener too,
 advertising pod 0's NodePort as they advertise pod 0 inside; no Service leads to them.
 
+With `type: LoadBalancer` the same Services are of type LoadBalancer instead (no NodePort
+is allocated), each on port 9877, and what a client is given comes from their status: a
+load balancer controller (a cloud's, MetalLB) fills `status.loadBalancer.ingress` with an
+address, and
+
+* group g's config file lists every pod's `<address>:9877` in pod order
+  (`remoting.external_advertised_addresses`), so each pod advertises its own;
+* `status.external.nameServer` is the entry Service's `<address>:9877`.
+
+An address is known only once the controller has given it, so a group's config file and
+pods are applied only once every one of its Services has one (operator/reconcile.py):
+until then the Broker is Progressing `WaitingForLoadBalancers`, as Strimzi waits for its
+listeners' addresses before it configures the brokers.  A new address (a load balancer
+recreated) changes the config file and rolls the group.
+
 Every external Service carries `mqstore.io/external: <broker>`: the reconcile pass lists
 them and deletes those not built (external switched off, fewer pods)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import names
@@ -81,18 +96,47 @@ def pod_node_port(node_port_base: int, *, group_index: int, pod_index: int) -> i
     return port
 
 
-def external_name_server(spec: BrokerSpec) -> str:
-    """`<host>:<nodePortBase>` (status.external.nameServer), or "" when off."""
+def load_balanced(spec: BrokerSpec) -> bool:
+    """External listeners behind load balancers (`network.external.type: LoadBalancer`)."""
+    return spec.network.external.enabled and spec.network.external.type == "LoadBalancer"
+
+
+def load_balancer_address(live: Mapping[str, Any] | None) -> str | None:
+    """`<ip or hostname>:9877` of a LoadBalancer Service as its controller reported it
+    (the first ingress), or None before it has."""
+    ingress = ((live or {}).get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+    if not ingress:
+        return None
+    host = ingress[0].get("ip") or ingress[0].get("hostname")
+    if not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{names.REMOTING_EXTERNAL_PORT}"
+
+
+def external_name_server(spec: BrokerSpec, *, entry: Mapping[str, Any] | None = None) -> str:
+    """What clients outside are given (status.external.nameServer): `<host>:<nodePortBase>`,
+    or the entry load balancer's address (`entry`: its live Service); "" when off or not
+    given an address yet."""
     external = spec.network.external
     if not external.enabled:
         return ""
+    if load_balanced(spec):
+        return load_balancer_address(entry) or ""
     return f"{external.host}:{entry_node_port(external.node_port_base)}"
 
 
-def external_config(spec: BrokerSpec, *, group_index: int) -> dict[str, object]:
-    """The `remoting:` settings of group `group_index`'s config file."""
+def external_config(spec: BrokerSpec, *, group_index: int,
+                    addresses: Sequence[str] = ()) -> dict[str, object]:
+    """The `remoting:` settings of group `group_index`'s config file; `addresses`: with
+    load balancers, every pod's, in pod order."""
     external = spec.network.external
     assert external.enabled
+    if load_balanced(spec):
+        assert addresses, "a load-balanced group's file is built once its addresses are known"
+        return {"external_enabled": True, "external_port": names.REMOTING_EXTERNAL_PORT,
+                "external_advertised_address": addresses[0],
+                "external_advertised_addresses": ";".join(addresses)}
     port = pod_node_port(external.node_port_base, group_index=group_index, pod_index=0)
     return {"external_enabled": True, "external_port": names.REMOTING_EXTERNAL_PORT,
             "external_advertised_address": f"{external.host}:{port}",
@@ -100,14 +144,20 @@ def external_config(spec: BrokerSpec, *, group_index: int) -> dict[str, object]:
 
 
 def _service(metadata: dict[str, Any], *, cluster_name: str, selector: Mapping[str, str],
-             node_port: int) -> dict[str, Any]:
+             node_port: int | None) -> dict[str, Any]:
+    """A NodePort Service on `node_port`, or with None a LoadBalancer Service (no NodePort
+    allocated: nothing reaches it but through its load balancer)."""
     metadata["labels"][names.EXTERNAL_LABEL] = cluster_name
-    port = {"name": names.REMOTING_EXTERNAL_PORT_NAME, "port": names.REMOTING_EXTERNAL_PORT,
-            "targetPort": names.REMOTING_EXTERNAL_PORT_NAME, "nodePort": node_port,
-            "protocol": "TCP"}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata,
-            "spec": {"type": "NodePort", "externalTrafficPolicy": TRAFFIC_POLICY,
-                     "selector": dict(selector), "ports": [port]}}
+    port: dict[str, Any] = {
+        "name": names.REMOTING_EXTERNAL_PORT_NAME, "port": names.REMOTING_EXTERNAL_PORT,
+        "targetPort": names.REMOTING_EXTERNAL_PORT_NAME, "protocol": "TCP"}
+    spec: dict[str, Any] = {"type": "NodePort", "externalTrafficPolicy": TRAFFIC_POLICY,
+                            "selector": dict(selector), "ports": [port]}
+    if node_port is None:
+        spec.update(type="LoadBalancer", allocateLoadBalancerNodePorts=False)
+    else:
+        port["nodePort"] = node_port
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
 
 def build_pod_external_services(view: Mapping[str, Any], spec: BrokerSpec, *,
@@ -127,8 +177,8 @@ def build_pod_external_services(view: Mapping[str, Any], spec: BrokerSpec, *,
             names.child_metadata(view, names.pod_external_service_name(group, pod_index)),
             cluster_name=cluster_name,
             selector={**names.selector_labels(group), MASTER_POD_LABEL: pod},
-            node_port=pod_node_port(external.node_port_base, group_index=group_index,
-                                    pod_index=pod_index)))
+            node_port=None if load_balanced(spec) else pod_node_port(
+                external.node_port_base, group_index=group_index, pod_index=pod_index)))
     return services
 
 
@@ -147,4 +197,5 @@ def build_entry_service(broker: Mapping[str, Any], spec: BrokerSpec) -> dict[str
         metadata = names.child_metadata(broker, names.external_service_name(name))
         selector = {**names.selector_labels(name), MASTER_POD_LABEL: f"{name}-0"}
     return _service(metadata, cluster_name=name, selector=selector,
-                    node_port=entry_node_port(external.node_port_base))
+                    node_port=None if load_balanced(spec) else entry_node_port(
+                        external.node_port_base))

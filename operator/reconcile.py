@@ -8,7 +8,6 @@ connections) propagate for kopf to retry."""
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,11 +16,19 @@ from .claim_growth import grow_claims
 from .conditions import DEGRADED, Condition, newly_true
 from .config_map import build_config_map, http_scheme
 from .drain import drain_groups
-from .external import build_entry_service, build_pod_external_services, external_name_server
+from .external import (
+    build_entry_service,
+    build_pod_external_services,
+    external_name_server,
+    load_balanced,
+    load_balancer_address,
+)
+from .generated_secrets import ensure_secrets
 from .group_client import GroupClient, LazyGroupClient, OpenClient
 from .group_http_client import open_http_client
-from .groups import GROUPS_MAX, cluster_spec, clustered, group_view
+from .groups import cluster_spec, clustered, group_view
 from .kube import ApiError, KubeApi, object_path
+from .live_groups import live_group_count, read_groups
 from .name_server import (
     build_namesrv_client_service,
     build_namesrv_deployment,
@@ -41,7 +48,7 @@ from .network_policy import (
     build_namesrv_network_policy,
     build_notifier_network_policy,
 )
-from .pod_secrets import RANDOM_BYTES, build_generated_secret, secret_problem, secrets_in_use
+from .pod_secrets import secrets_in_use
 from .roll_replication import Replicated, replicated_groups, roll_waiting
 from .rolls import partition, roll_target
 from .settings import OperatorSettings
@@ -73,6 +80,10 @@ class Applied:
     config_hash: str
     """Group 0's (each group's config file names its group)."""
     name_servers: Mapping[str, Any] | None = None
+    entry: Mapping[str, Any] | None = None
+    """The external entry Service as the apply answered (None: off or refused)."""
+    waiting_load_balancers: list[str] = dataclasses.field(default_factory=list)
+    """LoadBalancer Services not given an address yet (operator/external.py)."""
     scale_down_refused: str = ""
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -150,18 +161,25 @@ async def reconcile(api: KubeApi, broker: Mapping[str, Any], *,
             applied = await apply_children(api, broker, spec, live_sets, image=image,
                                            operator_namespace=settings.namespace,
                                            replicated=replicated.groups)
-            observed["roll_waiting"] = roll_waiting(replicated, applied.statefulsets)
             growth, claims, problems = await grow_claims(api, claims_path, selectors, claims,
                                                          size=spec.storage.size)
             live_sets = applied.statefulsets
-            observed.update(statefulset=live_sets[0], claims=claims, growth=growth,
-                            config_hash=applied.config_hash,
-                            name_servers=applied.name_servers or observed.get("name_servers"),
-                            scale_down_refused=applied.scale_down_refused,
-                            problems=[*applied.problems, *problems])
+            observed.update(_applied_observation(spec, applied, replicated, observed),
+                            claims=claims, growth=growth, problems=[*applied.problems, *problems])
     observed["groups"] = [GroupObservation(name=group, statefulset=live)
                           for group, live in zip(group_names, live_sets, strict=True)]
     return _outcome(Observation(**observed), old_status=broker.get("status") or {}, now=now)
+
+
+def _applied_observation(spec: BrokerSpec, applied: Applied, replicated: Replicated,
+                         observed: Mapping[str, Any]) -> dict[str, Any]:
+    """What a pass that applied the children observes of them."""
+    return {"statefulset": applied.statefulsets[0], "config_hash": applied.config_hash,
+            "name_servers": applied.name_servers or observed.get("name_servers"),
+            "scale_down_refused": applied.scale_down_refused,
+            "roll_waiting": roll_waiting(replicated, applied.statefulsets),
+            "external_name_server": external_name_server(spec, entry=applied.entry),
+            "waiting_load_balancers": applied.waiting_load_balancers}
 
 
 def _group_client(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSpec | None, *,
@@ -196,33 +214,6 @@ def pods_selector(broker_name: str, *, clustered: bool) -> str:
     return names.label_selector_text(labels)
 
 
-async def read_groups(api: KubeApi, namespace: str, broker_name: str, *, uid: str,
-                      wanted: int) -> tuple[list[Mapping[str, Any] | None], list[str]]:
-    """The StatefulSets of groups 0..wanted-1 (None: missing), then of every group past
-    them that exists (groups are only added at the end, so the first missing one ends the
-    search): a lowered spec.groups still sees its live groups.  Also the names of those
-    whose owner is not this Broker (a Broker named like one of its groups): reported,
-    never applied over, and not counted."""
-    found: list[Mapping[str, Any] | None] = []
-    foreign: list[str] = []
-    for index in range(GROUPS_MAX):
-        group = names.group_name(broker_name, index)
-        live = await api.get(object_path("apps/v1", "StatefulSet", namespace, group))
-        if index > 0 and live is not None and not names.owned_by(live, uid):
-            if index < wanted:
-                foreign.append(group)
-            live = None
-        if live is None and index >= wanted:
-            break
-        found.append(live)
-    return found, foreign
-
-
-def live_group_count(live_sets: Sequence[Mapping[str, Any] | None]) -> int:
-    return max((index + 1 for index, live in enumerate(live_sets) if live is not None),
-               default=0)
-
-
 def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
     image = spec.image or settings.broker_image
     if not image:
@@ -233,11 +224,12 @@ def _image(spec: BrokerSpec, settings: OperatorSettings) -> str:
 
 def children(broker: Mapping[str, Any], spec: BrokerSpec, live_sts: Mapping[str, Any] | None,
              *, image: str, replicas: int, operator_namespace: str | None = None,
-             partition: int | None = None) -> tuple[list[dict[str, Any]], str]:
+             partition: int | None = None,
+             external_addresses: Sequence[str] = ()) -> tuple[list[dict[str, Any]], str]:
     """One group's manifests to apply (`broker` is the group's view, operator/groups.py),
     in order (the ConfigMap before the pods that mount it; each pod's external Service
     once the StatefulSet names it), and the config hash."""
-    config_map = build_config_map(broker, spec)
+    config_map = build_config_map(broker, spec, external_addresses=external_addresses)
     config_hash = config_map["metadata"]["annotations"][names.CONFIG_HASH_ANNOTATION]
     statefulset = build_statefulset(broker, spec, image=image, replicas=replicas,
                                     config_hash=config_hash, partition=partition)
@@ -295,23 +287,17 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
                 f"spec.replicas={spec.replicas} is below the {live} pods running; removing "
                 f"pods drops the followers' copies, so it needs the annotation "
                 f"{names.ALLOW_SCALE_DOWN_ANNOTATION}: \"true\" (their volumes are kept)")
-        manifests, config_hash = children(
-            view, spec, live_sets[index], image=image, replicas=replicas,
-            operator_namespace=operator_namespace,
+        external += await _apply_group(
+            api, view, spec, live_sets[index], applied, index=index, image=image,
+            replicas=replicas, operator_namespace=operator_namespace,
             partition=None if target is None else partition(index, target=target,
                                                             replicas=replicas))
-        applied.config_hash = applied.config_hash or config_hash
-        for manifest in manifests:
-            answer = await _apply(api, manifest, applied.problems)
-            if answer is not None and manifest["kind"] == "StatefulSet":
-                applied.statefulsets[index] = answer
-        external += [m["metadata"]["name"] for m in manifests
-                     if names.EXTERNAL_LABEL in m["metadata"]["labels"]]
-        await _delete_switched_off(api, view, spec)
     if spec.network.external.enabled:
         entry = build_entry_service(broker, spec)
-        await _apply(api, entry, applied.problems)
+        applied.entry = await _apply(api, entry, applied.problems)
         external.append(entry["metadata"]["name"])
+        if load_balanced(spec) and load_balancer_address(applied.entry) is None:
+            applied.waiting_load_balancers.append(entry["metadata"]["name"])
     await prune_external_services(api, metadata["namespace"], metadata["name"],
                                   keep=frozenset(external))
     namesrv = namesrv_object_names(metadata["name"])
@@ -321,6 +307,37 @@ async def apply_children(api: KubeApi, broker: Mapping[str, Any], spec: BrokerSp
         await delete_objects(api, metadata["namespace"],
                              [obj for obj in namesrv if obj[1] == "NetworkPolicy"])
     return applied
+
+
+async def _apply_group(api: KubeApi, view: Mapping[str, Any], spec: BrokerSpec,
+                       live_sts: Mapping[str, Any] | None, applied: Applied, *, index: int,
+                       image: str, replicas: int, operator_namespace: str | None,
+                       partition: int | None) -> list[str]:
+    """One group's children; the names of its external Services.  With load balancers
+    their Services come first, and the rest only once each has an address
+    (operator/external.py): the config file lists them."""
+    addresses: list[str] = []
+    if load_balanced(spec):
+        services = build_pod_external_services(view, spec, replicas=replicas)
+        found = {service["metadata"]["name"]: load_balancer_address(
+            await _apply(api, service, applied.problems)) for service in services}
+        waiting = [name for name, address in found.items() if address is None]
+        if waiting:
+            applied.waiting_load_balancers += waiting
+            return list(found)
+        addresses = [address for address in found.values() if address is not None]
+    manifests, config_hash = children(
+        view, spec, live_sts, image=image, replicas=replicas,
+        operator_namespace=operator_namespace, partition=partition,
+        external_addresses=addresses)
+    applied.config_hash = applied.config_hash or config_hash
+    for manifest in manifests:
+        answer = await _apply(api, manifest, applied.problems)
+        if answer is not None and manifest["kind"] == "StatefulSet":
+            applied.statefulsets[index] = answer
+    await _delete_switched_off(api, view, spec)
+    return [m["metadata"]["name"] for m in manifests
+            if names.EXTERNAL_LABEL in m["metadata"]["labels"]]
 
 
 async def _apply(api: KubeApi, manifest: Mapping[str, Any],
@@ -367,31 +384,3 @@ async def delete_objects(api: KubeApi, namespace: str,
     """Delete each (apiVersion, kind, name) that exists."""
     for api_version, kind, name in objects:
         await api.delete(object_path(api_version, kind, namespace, name))
-
-
-async def ensure_secrets(api: KubeApi, broker: Mapping[str, Any],
-                         spec: BrokerSpec) -> list[str]:
-    """Create each generated Secret that does not exist yet (an existing one is never
-    touched: its random secret is what the pods and clients already use), and report
-    each Secret the pods could not mount.  The random values go straight into the
-    manifest; nothing logs them."""
-    metadata = broker["metadata"]
-    namespace = metadata["namespace"]
-    problems = []
-    for use in secrets_in_use(metadata["name"], spec).all():
-        path = object_path("v1", "Secret", namespace, use.name)
-        live = await api.get(path)
-        if live is None and use.generated:
-            manifest = build_generated_secret(
-                broker, use, random_text=secrets.token_urlsafe(RANDOM_BYTES))
-            try:
-                await api.create(manifest)
-            except ApiError as error:
-                if error.retryable:
-                    raise
-                problems.append(f"Secret {use.name}: {error.message}")
-            continue
-        problem = secret_problem(use, live, namespace=namespace)
-        if problem is not None:
-            problems.append(problem)
-    return problems

@@ -147,6 +147,8 @@ class PeerSpec:
 SAME_NAMESPACE = (PeerSpec(pod_selector={}),)
 """Every pod of the Broker's namespace: clients elsewhere must be named."""
 
+EXTERNAL_TYPES = ("NodePort", "LoadBalancer")
+"""The Services an external listener can be reached through (operator/external.py)."""
 PROMETHEUS_PODS = (PeerSpec(namespace_selector={}, pod_selector={
     "matchLabels": {"app.kubernetes.io/name": "prometheus"}}),)
 """Prometheus pods in any namespace, by the label the Prometheus Operator gives them."""
@@ -154,13 +156,17 @@ PROMETHEUS_PODS = (PeerSpec(namespace_selector={}, pod_selector={
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ExternalSpec:
-    """NodePort Services for clients outside the cluster network (operator/external.py):
-    they are given `<host>:<node_port_base>` as their name server."""
+    """Services for clients outside the cluster network (operator/external.py): NodePorts,
+    and clients are given `<host>:<node_port_base>` as their name server; or load
+    balancers, and clients are given the entry load balancer's address."""
 
     enabled: bool = False
+    type: str = "NodePort"
+    """NodePort or LoadBalancer (EXTERNAL_TYPES): the kind of Service per pod and entry."""
+
     host: str = ""
     """The address clients outside reach a node on (its IP or DNS name): the host every
-    external address advertises.  Required when enabled."""
+    external address advertises.  Required when enabled with NodePorts."""
 
     node_port_base: int = NODE_PORT_BASE_DEFAULT
     """The first of the Broker's `NODE_PORTS_PER_BROKER` NodePorts (the name-server entry);
@@ -237,11 +243,14 @@ def _check_external(spec: BrokerSpec) -> None:
         raise SpecError(f"spec.network.external.nodePortBase must be {NODE_PORT_MIN} to "
                         f"{NODE_PORT_BASE_MAX} (its {NODE_PORTS_PER_BROKER} ports in the "
                         f"NodePort range), got {external.node_port_base}")
+    if external.type not in EXTERNAL_TYPES:
+        raise SpecError(f"spec.network.external.type must be one of "
+                        f"{', '.join(EXTERNAL_TYPES)}, got {external.type!r}")
     if not external.enabled:
         return
-    if not external.host:
+    if external.type == "NodePort" and not external.host:
         raise SpecError("spec.network.external.host is required when "
-                        "spec.network.external.enabled is true")
+                        "spec.network.external.enabled is true with NodePorts")
     if spec.replicas > REPLICAS_MAX:
         raise SpecError(f"spec.replicas must be at most {REPLICAS_MAX} with "
                         f"spec.network.external (each group has {REPLICAS_MAX} NodePorts), "

@@ -55,7 +55,10 @@ class Observation:
     config_hash: str | None = None
     label_selector: str = ""
     external_name_server: str = ""
-    """`<host>:<nodePortBase>` with network.external (operator/external.py), else ""."""
+    """`<host>:<nodePortBase>` with network.external, or the entry load balancer's address
+    (operator/external.py), else ""."""
+    waiting_load_balancers: Sequence[str] = ()
+    """LoadBalancer Services with no address yet: their groups wait to be configured."""
 
 
 def _sts_status(sts: Mapping[str, Any]) -> tuple[int, int, int, int]:
@@ -113,6 +116,11 @@ def progressing_condition(obs: Observation) -> Condition:
         return Condition(PROGRESSING, True, "Draining", obs.drain_message)
     if obs.roll_waiting:
         return Condition(PROGRESSING, True, "WaitingForReplication", obs.roll_waiting)
+    if obs.waiting_load_balancers:
+        return Condition(PROGRESSING, True, "WaitingForLoadBalancers", (
+            f"no address from the load balancer controller yet for "
+            f"{', '.join(obs.waiting_load_balancers)}; the groups behind them are configured "
+            f"and started once every one of their Services has one"))
     for group in all_groups(obs):
         condition = _group_progress(group.statefulset, prefix=_prefix(obs, group))
         if condition is not None:

@@ -17,6 +17,7 @@ from mqstore.operator.external import (
     entry_node_port,
     external_config,
     external_name_server,
+    load_balancer_address,
     pod_node_port,
 )
 from mqstore.operator.groups import group_view
@@ -186,6 +187,24 @@ def test_the_spec_refuses_what_the_crd_refuses() -> None:
     off = parse_spec({"storage": storage})
     assert (off.network.external.enabled, off.network.external.node_port_base) == (False, 30900)
     assert external_name_server(off) == ""
+    with pytest.raises(SpecError, match="type must be one of NodePort, LoadBalancer"):
+        parse_spec({"storage": storage, "network": {"external": {"type": "Ingress"}}})
+    balanced = parse_spec({"storage": storage, "network": {"external": {
+        "enabled": True, "type": "LoadBalancer"}}})
+    assert external_name_server(balanced) == "", "no host needed, no address yet"
+
+
+def test_a_load_balancers_address_is_its_first_ingress_on_9877() -> None:
+    def service(*ingress: dict[str, str]) -> dict[str, Any]:
+        return {"status": {"loadBalancer": {"ingress": list(ingress)}}}
+
+    assert load_balancer_address(service({"ip": "10.7.0.2"}, {"ip": "10.7.0.9"})) == \
+        "10.7.0.2:9877"
+    assert load_balancer_address(service({"hostname": "lb.example"})) == "lb.example:9877"
+    assert load_balancer_address(service({"ip": "fd00::7"})) == "[fd00::7]:9877"
+    assert load_balancer_address(service()) is None
+    assert load_balancer_address({"status": {}}) is None
+    assert load_balancer_address(None) is None
 
 
 def test_the_crd_bounds_are_the_numberings() -> None:
@@ -197,8 +216,9 @@ def test_the_crd_bounds_are_the_numberings() -> None:
     base = external["properties"]["nodePortBase"]
     assert (base["minimum"], base["maximum"], base["default"]) == (
         NODE_PORT_MIN, NODE_PORT_BASE_MAX, 30900)
+    assert external["properties"]["type"]["enum"] == ["NodePort", "LoadBalancer"]
     (rule,) = external["x-kubernetes-validations"]
-    assert "size(self.host) > 0" in rule["rule"]
+    assert "size(self.host) > 0" in rule["rule"] and "'LoadBalancer'" in rule["rule"]
     assert "network.external.host is required" in rule["message"]
     status = crd_schema()["properties"]["status"]["properties"]
     assert status["external"]["properties"]["nameServer"]["type"] == "string"

@@ -7,6 +7,8 @@ import asyncio
 import json
 from typing import Any
 
+import yaml
+
 from mqstore.operator import names
 from mqstore.operator.kube import object_path
 from mqstore.operator.reconcile import Outcome, reconcile
@@ -139,3 +141,51 @@ def test_paused_keeps_the_reported_entry() -> None:
     paused = run(api, {**CLUSTER, "paused": True, "network": {}}, status=first.status)
     assert paused.status["external"] == {"nameServer": "node.example:30900"}
     assert len(external_services(api)) == 5, "paused: nothing is pruned"
+
+
+LOAD_BALANCED = {**CLUSTER, "network": {"external": {"enabled": True,
+                                                     "type": "LoadBalancer"}}}
+
+
+def _give_addresses(api: FakeApi, addresses: dict[str, str]) -> None:
+    """What a load balancer controller does: each Service's status.loadBalancer.ingress."""
+    for name, address in addresses.items():
+        path = object_path("v1", "Service", "ns1", name)
+        api.objects[path] = {**api.objects[path],
+                             "status": {"loadBalancer": {"ingress": [{"ip": address}]}}}
+
+
+def _progressing(outcome: Outcome) -> dict[str, Any]:
+    return next(c for c in outcome.status["conditions"] if c["type"] == "Progressing")
+
+
+def test_load_balancers_come_first_and_the_groups_start_once_each_has_an_address() -> None:
+    api = FakeApi()
+    first = run(api, LOAD_BALANCED)
+    prefix = object_path("v1", "Service", "ns1") + "/"
+    services = {obj["metadata"]["name"]: obj["spec"] for path, obj in api.objects.items()
+                if path.startswith(prefix) and names.EXTERNAL_LABEL in obj["metadata"]["labels"]}
+    assert set(services) == {"demo-external", "demo-0-external", "demo-1-external",
+                             "demo-g1-0-external", "demo-g1-1-external"}
+    for spec in services.values():
+        assert (spec["type"], spec["allocateLoadBalancerNodePorts"]) == ("LoadBalancer", False)
+        assert "nodePort" not in spec["ports"][0] and spec["ports"][0]["port"] == 9877
+    assert object_path("apps/v1", "StatefulSet", "ns1", "demo") not in api.objects
+    assert object_path("v1", "ConfigMap", "ns1", "demo-config") not in api.objects
+    assert _progressing(first)["reason"] == "WaitingForLoadBalancers"
+    assert "external" not in first.status, "no address to give clients yet"
+    _give_addresses(api, {"demo-external": "10.7.0.1", "demo-0-external": "10.7.0.2",
+                          "demo-1-external": "10.7.0.3"})
+    second = run(api, LOAD_BALANCED, status=first.status)
+    assert object_path("apps/v1", "StatefulSet", "ns1", "demo") in api.objects
+    assert object_path("apps/v1", "StatefulSet", "ns1", "demo-g1") not in api.objects
+    assert "demo-g1-0-external" in _progressing(second)["message"]
+    assert second.status["external"] == {"nameServer": "10.7.0.1:9877"}
+    config = api.objects[object_path("v1", "ConfigMap", "ns1", "demo-config")]
+    remoting = yaml.safe_load(config["data"]["mqstore.yaml"])["remoting"]
+    assert remoting["external_advertised_addresses"] == "10.7.0.2:9877;10.7.0.3:9877"
+    assert remoting["external_advertised_address"] == "10.7.0.2:9877"
+    _give_addresses(api, {"demo-g1-0-external": "10.7.0.4", "demo-g1-1-external": "10.7.0.5"})
+    third = run(api, LOAD_BALANCED, status=second.status)
+    assert object_path("apps/v1", "StatefulSet", "ns1", "demo-g1") in api.objects
+    assert _progressing(third)["reason"] != "WaitingForLoadBalancers"
