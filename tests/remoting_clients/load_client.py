@@ -112,7 +112,7 @@ def assert_nothing_lost(report: dict[str, Any]) -> None:
 
 def summary(report: dict[str, Any], started: float) -> str:
     """One line of the counts and times a closing note quotes."""
-    keys = ("sent", "acked", "otherStatuses", "failed", "received", "missingAcked",
+    keys = ("sent", "producingS", "acked", "otherStatuses", "failed", "received", "missingAcked",
             "missingOtherStatus", "duplicates", "receivedNotAnswered", "ackedPerS",
             "longestSendMs", "longestOutageMs", "ackedByBroker", "receivedByBroker",
             "failuresBySecond", "failureSamples")
