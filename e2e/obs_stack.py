@@ -43,6 +43,8 @@ class Pod(Node):
         self.services = services
         super().__init__(root, self.pod, role=role, master=master, store=store)
         self.volume: TinyVolume | None = None
+        self.scrape_intervals: dict[str, str] = {}
+        """A service scraped at another interval than the others (prometheus.Target)."""
 
     def with_replication(self, **settings: Any) -> Pod:
         """Override replication settings of the config file (e.g. a long housekeeping
@@ -98,7 +100,9 @@ class Pod(Node):
     def targets(self) -> list[Target]:
         return [Target("mqstore", f"127.0.0.1:{self.ports[name]}",
                        {"namespace": NAMESPACE, "broker": self.broker, "pod": self.pod,
-                        "container": name})
+                        "container": name},
+                       **({"scrape_interval": self.scrape_intervals[name]}
+                          if name in self.scrape_intervals else {}))
                 for name in self.services]
 
 

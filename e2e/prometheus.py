@@ -49,6 +49,9 @@ class Target:
     job: str
     address: str
     labels: dict[str, str] = field(default_factory=dict)
+    scrape_interval: str = SCRAPE_INTERVAL
+    """Also its scrape timeout: longer for a target whose process is starved of CPU on
+    purpose, which cannot answer /metrics within a second."""
 
 
 class QueryError(AssertionError):
@@ -124,16 +127,24 @@ class Prometheus(PrometheusApi):
         self.process: subprocess.Popen[bytes] | None = None
 
     def config(self) -> dict[str, Any]:
-        jobs: dict[str, list[dict[str, Any]]] = {}
+        """One scrape config per job and interval; a target scraped at another interval
+        than the global one is in a config of its own, its `job` label kept."""
+        jobs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for target in self.targets:
-            jobs.setdefault(target.job, []).append(
-                {"targets": [target.address], "labels": target.labels})
+            jobs.setdefault((target.job, target.scrape_interval), []).append(
+                {"targets": [target.address], "labels": {"job": target.job, **target.labels}})
+        scrape_configs = []
+        for (job, interval), configs in jobs.items():
+            scrape = {"job_name": job, "static_configs": configs}
+            if interval != SCRAPE_INTERVAL:
+                scrape.update(job_name=f"{job}-every-{interval}", scrape_interval=interval,
+                              scrape_timeout=interval)
+            scrape_configs.append(scrape)
         return {"global": {"scrape_interval": SCRAPE_INTERVAL,
                            "scrape_timeout": SCRAPE_INTERVAL,
                            "evaluation_interval": SCRAPE_INTERVAL},
                 "rule_files": [str(path) for path in self.rule_files],
-                "scrape_configs": [{"job_name": job, "static_configs": configs}
-                                   for job, configs in jobs.items()]}
+                "scrape_configs": scrape_configs}
 
     def start(self) -> None:
         assert self.process is None

@@ -47,6 +47,10 @@ def _refusal(kube: Kube, manifest: dict[str, Any]) -> str:
      "a peer's ipBlock excludes namespaceSelector and podSelector"),
     ({"network": {"clients": [{"podSelector": {"matchExpressions": [
         {"key": "a", "operator": "Near"}]}}]}}, 'Unsupported value: "Near"'),
+    ({"network": {"external": {"type": "Ingress"}}}, 'Unsupported value: "Ingress"'),
+    ({"network": {"external": {"enabled": True}}}, "network.external.host is required when "
+                                                   "network.external.enabled is true with "
+                                                   "NodePorts"),
 ])
 def test_schema_refuses_bad_values(kube: Kube, release: dict[str, Any],
                                    spec: dict[str, Any], message: str) -> None:
@@ -98,6 +102,6 @@ def test_defaults_are_filled_in_by_the_api_server(kube: Kube, release: dict[str,
     assert spec["network"] == {"policies": True, "clients": [{"podSelector": {}}],
                                "metrics": [{"namespaceSelector": {}, "podSelector": {
                                    "matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
-                               "external": {"enabled": False, "host": "",
-                                            "nodePortBase": 30900}}
+                               "external": {"enabled": False, "type": "NodePort",
+                                            "host": "", "nodePortBase": 30900}}
     assert (spec["groups"], spec["nameServer"]["replicas"]) == (1, 0)
