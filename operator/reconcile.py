@@ -317,6 +317,7 @@ async def _apply_group(api: KubeApi, view: Mapping[str, Any], spec: BrokerSpec,
     their Services come first, and the rest only once each has an address
     (operator/external.py): the config file lists them."""
     addresses: list[str] = []
+    found: dict[str, str | None] = {}
     if load_balanced(spec):
         services = build_pod_external_services(view, spec, replicas=replicas)
         found = {service["metadata"]["name"]: load_balancer_address(
@@ -332,6 +333,8 @@ async def _apply_group(api: KubeApi, view: Mapping[str, Any], spec: BrokerSpec,
         external_addresses=addresses)
     applied.config_hash = applied.config_hash or config_hash
     for manifest in manifests:
+        if manifest["kind"] == "Service" and manifest["metadata"]["name"] in found:
+            continue  # applied above, for its address
         answer = await _apply(api, manifest, applied.problems)
         if answer is not None and manifest["kind"] == "StatefulSet":
             applied.statefulsets[index] = answer

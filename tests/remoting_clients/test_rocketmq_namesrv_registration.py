@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.remoting.up_process import mqstore_up
-from tests.remoting_clients.java_clients import CLIENT_5, JavaClients
+from tests.remoting_clients.java_clients import CLIENT_5, JavaClients, assert_every_message_once
 from tests.remoting_clients.maven_build import build
 from tests.remoting_clients.raw_remoting import route_of
 from tests.remoting_clients.rocketmq_peer import (
@@ -90,15 +90,6 @@ def wait_for_route(namesrv: str, topic: str) -> dict[str, Any]:
     return route
 
 
-def assert_every_message_once(result: dict[str, Any]) -> None:
-    assert result["sent"] == COUNT, result
-    assert result["received"] == COUNT, result
-    assert result["missingCount"] == 0, result
-    assert result["duplicates"] == 0, result
-    assert result["mismatches"] == [], result
-    assert result["ok"] is True, result
-
-
 def test_java_client_routed_by_rocketmq_namesrv_to_mqstore(tmp_path: Path) -> None:
     clients = JavaClients.build(CLIENT_5)
     with rocketmq_namesrv() as namesrv:
@@ -111,12 +102,13 @@ def test_java_client_routed_by_rocketmq_namesrv_to_mqstore(tmp_path: Path) -> No
 
             topic = f"rocketmq-ns-{uuid.uuid4().hex[:10]}"
             assert_every_message_once(clients.run("produce", namesrv=namesrv, topic=topic,
-                                                  mode="sync", count=COUNT))
+                                                  mode="sync", count=COUNT), count=COUNT)
             route = wait_for_route(namesrv, topic)
             assert [data["brokerAddrs"] for data in route["brokerDatas"]] == [{"0": front}]
             # a push consumer: its group's %RETRY% topic is routed by the name server too
             assert_every_message_once(clients.run("push-concurrently", namesrv=namesrv,
-                                                  topic=f"{topic}-push", count=COUNT))
+                                                  topic=f"{topic}-push", count=COUNT),
+                                      count=COUNT)
         deadline = time.monotonic() + ROUTE_TIMEOUT_S
         while route_of(namesrv, AUTO_CREATE_TEMPLATE_TOPIC) is not None:
             assert time.monotonic() < deadline, "mqstore's broker is still routed after stop"
